@@ -1,0 +1,31 @@
+# Two entry points (see README.md):
+#   make book   create .venv if missing, run every notebook on the default profile, build the book
+#   make test   create .venv if missing, run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PROFILE ?= smoke
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: book test env run benchmark clean
+book: $(STAMP)
+	$(BIN)/repro run all --profile $(PROFILE)
+	$(BIN)/repro book --profile $(PROFILE)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -v
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[cpu,test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name repro --display-name "Python (repro)" >/dev/null
+	touch $(STAMP)
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/training_overhead.py
+
+clean:
+	rm -rf _build

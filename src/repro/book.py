@@ -1,0 +1,112 @@
+"""Build the Jupyter Book from executed notebooks and their results; never trains.
+
+The book's sources (``_config.yml``, ``_toc.yml``, ``book/``) are staged together with
+the executed notebook of the newest finished run of every experiment in the table of
+contents, then ``jupyter-book build -W`` renders them (``execute_notebooks: off``).
+A missing run is an error, so a partial book never passes for a whole one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from . import params as _params
+from . import results
+
+
+class BookError(RuntimeError):
+    """The book cannot be built (missing runs, Sphinx warnings or errors)."""
+
+
+def toc_files(root: Path) -> list[str]:
+    """Every file named in ``_toc.yml`` (without suffix)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    out = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                out.append(e["file"])
+            walk(e.get("sections"))
+            walk(e.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return out
+
+
+def profiles_markdown() -> str:
+    """The table of experiments, profiles and costs, generated from repro/profiles/*.yaml."""
+    lines = ["| experiment | profile | cost | what it runs |", "|---|---|---|---|"]
+    for spec in _params.experiments().values():
+        for prof in spec.profiles.values():
+            default = " (default)" if prof.name == spec.default_profile else ""
+            lines.append(f"| `{spec.name}` | `{prof.name}`{default} | {prof.cost} | {prof.description} |")
+    return "\n".join(lines) + "\n"
+
+
+def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Path]:
+    """Copy book sources and executed notebooks into ``dest``; returns the runs used."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("book sources (_toc.yml, book/) not found: build from a checkout of the repository")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / name, dest / name)
+    shutil.copytree(root / "book", dest / "book")
+    (dest / "book" / "_generated").mkdir(exist_ok=True)
+    (dest / "book" / "_generated" / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
+    by_notebook = {Path(s.notebook).stem: s for s in _params.experiments().values()}
+    used, missing = [], []
+    for entry in toc_files(root):
+        if not entry.startswith("notebooks/"):
+            continue
+        spec = by_notebook.get(Path(entry).name)
+        if spec is None:
+            raise BookError(f"_toc.yml names {entry}, which belongs to no experiment in repro/profiles")
+        run = results.latest_run(spec.name, profile, results_dir, need="notebook.ipynb")
+        if run is None:
+            missing.append(spec.name)
+            continue
+        target = dest / "notebooks"
+        target.mkdir(exist_ok=True)
+        shutil.copy2(run / "notebook.ipynb", target / spec.notebook)
+        data_dir = target / "data" / spec.name
+        data_dir.mkdir(parents=True, exist_ok=True)
+        for f in run.iterdir():
+            if f.suffix in (".csv", ".json"):
+                shutil.copy2(f, data_dir / f.name)
+        used.append(run)
+    if missing:
+        raise BookError(
+            f"no executed run for profile '{profile}' of: {', '.join(missing)}; "
+            f"run `repro run all --profile {profile}` first"
+        )
+    return used
+
+
+def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False) -> Path:
+    """Stage and build the HTML book; returns the path of its ``index.html``."""
+    root = results.project_root()
+    out = Path(out) if out else (root or Path.cwd()) / "_build" / profile
+    src = out / "src"
+    stage(profile, src, results_dir)
+    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(src), "--path-output", str(out),
+           "--builder", "html", "--warningiserror", "--keep-going"]
+    if quiet:
+        cmd.append("--quiet")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise BookError(f"jupyter-book build failed (warnings are errors):\n{tail}")
+    index = out / "_build" / "html" / "index.html"
+    if not index.is_file():
+        raise BookError(f"jupyter-book reported success but {index} is missing")
+    return index

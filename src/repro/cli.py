@@ -1,0 +1,106 @@
+"""``repro`` command line: list, run, book, data status (and the experiments' own tools)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import params as _params
+
+EXIT_USAGE = 2
+
+
+def _cmd_list(args) -> int:
+    for spec in _params.experiments().values():
+        print(f"{spec.name}  [{spec.paper}]  {spec.title}")
+        print(f"    notebook: notebooks/{spec.notebook}")
+        for prof in spec.profiles.values():
+            default = " (default)" if prof.name == spec.default_profile else ""
+            print(f"    --profile {prof.name:<6}{default:<10} {prof.cost}: {prof.description}")
+        print()
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from . import runner
+
+    names = list(_params.experiments()) if args.experiment == "all" else [args.experiment]
+    plans = []
+    for name in names:  # validate everything before running anything
+        spec = _params.spec(name)
+        overrides = spec.parse_overrides(args.param)
+        spec.resolve(args.profile, overrides)
+        plans.append((name, overrides))
+    for name, overrides in plans:
+        run_dir = runner.execute(name, args.profile, overrides)
+        print(f"[repro] {name}: results in {run_dir}", flush=True)
+    return 0
+
+
+def _cmd_book(args) -> int:
+    from . import book
+
+    index = book.build(args.profile)
+    print(f"[repro] book built: {index}")
+    return 0
+
+
+def _cmd_data_status(args) -> int:
+    from . import data
+
+    rows = data.status()
+    width = max(len(r["dataset"]) for r in rows)
+    for r in rows:
+        state = "offline" if r["offline"] else "missing"
+        where = r["source"] if r["offline"] else f"get it: {r['how_to_get']}"
+        print(f"{r['dataset']:<{width}}  {state:<8} {where}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="repro",
+        description="Reproduce the papers' experiments with papermill and render them as a Jupyter Book.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="experiments and their profiles, with what each costs roughly")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("run", help="execute an experiment's notebook with papermill into a new run directory")
+    p.add_argument("experiment", help="experiment name (see `repro list`) or 'all'")
+    p.add_argument("--profile", default="smoke", help="parameter profile (default: smoke)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one parameter (repeatable); lists as 1,2,3")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("book", help="build the HTML book from executed runs (never trains)")
+    p.add_argument("--profile", default="smoke", help="whose runs to render (default: smoke)")
+    p.set_defaults(func=_cmd_book)
+
+    p = sub.add_parser("data", help="datasets")
+    dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
+    q = dsub.add_parser("status", help="which datasets are available offline here, and from where")
+    q.set_defaults(func=_cmd_data_status)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .book import BookError
+    from .data import DatasetUnavailable
+    from .runner import RunFailed
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (_params.ParameterError, DatasetUnavailable, RunFailed, BookError) as exc:
+        print(f"repro: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, _params.ParameterError) else 1
+    except KeyboardInterrupt:
+        print("repro: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
