@@ -82,6 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
     q = dsub.add_parser("status", help="which datasets are available offline here, and from where")
     q.set_defaults(func=_cmd_data_status)
+
+    # Experiment modules may add their own tools (e.g. `repro estimate`, `repro cost`):
+    # a module named in repro/profiles/<experiment>.yaml that defines add_cli(subparsers).
+    # Such modules must import cheaply (TensorFlow only inside functions).
+    import importlib
+
+    for spec in _params.experiments().values():
+        module = importlib.import_module(spec.module)
+        if hasattr(module, "add_cli"):
+            module.add_cli(sub)
     return parser
 
 

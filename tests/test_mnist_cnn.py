@@ -1,0 +1,60 @@
+"""The spine's experiment end to end: papermill on `smoke`, results read back."""
+
+import json
+
+import nbformat
+import pandas as pd
+import pytest
+
+from repro import mnist_cnn, paper
+
+
+def test_verdict_logic_on_hand_made_inputs():
+    summary = {"final_test_accuracy": 0.9910}
+    ds_full = {"name": "mnist", "n_train": 60000}
+    p12 = {"epochs": 12}
+    table = mnist_cnn.compare_with_paper(summary, p12, ds_full)
+    assert table.loc[0, "verdict"] == "reproduced"  # 0.15 points below 99.25 %, within 0.5
+    low = mnist_cnn.compare_with_paper({"final_test_accuracy": 0.980}, p12, ds_full)
+    assert low.loc[0, "verdict"].startswith("differs (-0.0125")
+    cheap = mnist_cnn.compare_with_paper(summary, {"epochs": 2}, {"name": "mnist_subset", "n_train": 4000})
+    assert cheap.loc[0, "verdict"] == (
+        "not comparable (dataset mnist_subset, not full MNIST; 4,000 training images, not 60,000; 2 epochs, not 12)")
+
+
+def test_paper_values_are_data():
+    assert paper.value("cloudcost2017", "mnist_cnn_test_accuracy_12ep") == pytest.approx(0.9925)
+    with pytest.raises(KeyError):
+        paper.value("cloudcost2017", "nonexistent")
+
+
+def test_model_follows_the_paper():
+    model = mnist_cnn.build_model((28, 28, 1), 10, 1e-3)
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds == ["Conv2D", "Conv2D", "MaxPooling2D", "Dropout", "Flatten", "Dense", "Dropout", "Dense"]
+    assert model.count_params() == 1_199_882  # the Keras mnist_cnn example's parameter count
+    assert type(model.optimizer).__name__ == "Adam" and model.loss == "categorical_crossentropy"
+
+
+@pytest.mark.slow
+def test_smoke_notebook_writes_results(smoke_runs):
+    run = smoke_runs["mnist_cnn"]
+    hist = pd.read_csv(run / "history.csv")
+    assert hist["epoch"].tolist() == [1, 2]
+    assert hist["test_accuracy"].iloc[-1] > 0.80  # chance is 0.10; real digits, 2 epochs
+    assert hist["loss"].iloc[1] < hist["loss"].iloc[0]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["final_test_accuracy"] == pytest.approx(hist["test_accuracy"].iloc[-1])
+    assert summary["parameters"] == 1_199_882
+    table = pd.read_csv(run / "paper_vs_ours.csv")
+    assert table.loc[0, "paper"] == pytest.approx(0.9925)
+    assert table.loc[0, "verdict"].startswith("not comparable")
+    prov = json.loads((run / "provenance.json").read_text())
+    assert prov["status"] == "complete" and prov["profile"] == "smoke"
+    assert prov["datasets"][0]["name"] == "mnist_subset" and prov["datasets"][0]["stand_in_for"] == "mnist"
+    assert prov["device"]["device"] in ("CPU", "GPU")
+    nb = nbformat.read(run / "notebook.ipynb", as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the curves were drawn
+    assert any("Epoch 2/2" in o.get("text", "") for o in outputs)  # one progress line per epoch
