@@ -41,13 +41,15 @@ class ParamSpec:
     max: float | None = None
     choices: tuple | None = None
     nullable: bool = False
+    length: int | None = None  # exact length of a list
 
     def describe(self) -> str:
         """Human-readable allowed values, e.g. 'an integer >= 1'."""
         base = self.type.removeprefix("list[").removesuffix("]")
         noun = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false"}[base]
         if self.type.startswith("list["):
-            noun = "a non-empty list of " + {"int": "integers", "float": "numbers", "str": "strings"}[base]
+            count = f"{self.length} " if self.length else "a non-empty list of "
+            noun = count + {"int": "integers", "float": "numbers", "str": "strings"}[base]
         parts = []
         if self.choices is not None:
             parts.append("one of " + ", ".join(map(str, self.choices)))
@@ -94,6 +96,8 @@ class ParamSpec:
             raise self._fail(value)
         if self.type.startswith("list["):
             if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+                raise self._fail(value)
+            if self.length is not None and len(value) != self.length:
                 raise self._fail(value)
             base = self.type[5:-1]
             try:
@@ -198,6 +202,7 @@ def _build(name: str, raw: dict) -> ExperimentSpec:
             max=p.get("max"),
             choices=tuple(p["choices"]) if "choices" in p else None,
             nullable=p.get("nullable", False),
+            length=p.get("length"),
         )
     profiles = {}
     for pname, prof in raw["profiles"].items():
