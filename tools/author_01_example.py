@@ -18,7 +18,7 @@ profile = "smoke"  # smoke: 2 epochs on 5,000 real MNIST digits (~1 min) | cpu |
 overrides = {}  # e.g. {"epochs": 3}; validated against repro/profiles/mnist_cnn.yaml
 run_dir = None  # set by `repro run`; None writes a new directory under results/
 """),
-("code", """
+("run", """
 from repro import mnist_cnn, report
 
 result = mnist_cnn.run(profile, overrides, run_dir)

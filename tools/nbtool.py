@@ -1,6 +1,7 @@
 """Write a clean notebook from a compact cell list (used to author notebooks/; outputs never committed).
 
-Usage from Python: ``write(path, cells)`` with cells as ("md"|"code"|"params", source).
+Usage from Python: ``write(path, cells)`` with cells as ("md"|"code"|"params"|"run", source);
+"run" is a code cell whose (long, per-epoch) output the book shows collapsed (tag ``hide-output``).
 Also ``python tools/nbtool.py strip notebooks/*.ipynb`` removes outputs and execution counts.
 """
 
@@ -25,6 +26,8 @@ def write(path: str, cells: list[tuple[str, str]]) -> None:
             cell = nbformat.v4.new_code_cell(src)
             if kind == "params":
                 cell.metadata["tags"] = ["parameters"]
+            elif kind == "run":
+                cell.metadata["tags"] = ["hide-output"]
             nb.cells.append(cell)
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:02d}"

@@ -148,11 +148,11 @@ def fit(
     timer = _callback_class()()
     val = to_tf_dataset(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
+    if verbose and log_prefix and start_epoch < epochs:
+        print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)
     for epoch in range(start_epoch, epochs):
         _reseed(model, seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
         train = to_tf_dataset(data.x_train, data.y_train, data.num_classes, batch_size, shuffle_seed=seed * 100_003 + epoch)
-        if verbose and log_prefix:
-            print(f"{log_prefix}epoch {epoch + 1}/{epochs}", flush=True)
         hist = model.fit(
             train,
             validation_data=val,
