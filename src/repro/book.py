@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from . import ledger
 from . import params as _params
 from . import results
 
@@ -62,9 +63,8 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Pat
         shutil.copy2(root / name, dest / name)
     shutil.copytree(root / "book", dest / "book")
     (dest / "book" / "_generated").mkdir(exist_ok=True)
-    (dest / "book" / "_generated" / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
     by_notebook = {Path(s.notebook).stem: s for s in _params.experiments().values()}
-    used, missing = [], []
+    used, missing = {}, []
     for entry in toc_files(root):
         if not entry.startswith("notebooks/"):
             continue
@@ -83,13 +83,16 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Pat
         for f in run.iterdir():
             if f.suffix in (".csv", ".json"):
                 shutil.copy2(f, data_dir / f.name)
-        used.append(run)
+        used[spec.name] = (run, entry)
     if missing:
         raise BookError(
             f"no executed run for profile '{profile}' of: {', '.join(missing)}; "
             f"run `repro run all --profile {profile}` first"
         )
-    return used
+    generated = dest / "book" / "_generated"
+    (generated / "ledger.md").write_text(ledger.markdown(ledger.collect(used)), encoding="utf-8")
+    (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
+    return [run for run, _ in used.values()]
 
 
 def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False) -> Path:
@@ -107,6 +110,9 @@ def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | N
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
         raise BookError(f"jupyter-book build failed (warnings are errors):\n{tail}")
     index = out / "_build" / "html" / "index.html"
+    data = src / "notebooks" / "data"
+    if data.is_dir():  # the CSV/JSON behind every table, downloadable beside its chapter
+        shutil.copytree(data, index.parent / "notebooks" / "data", dirs_exist_ok=True)
     if not index.is_file():
         raise BookError(f"jupyter-book reported success but {index} is missing")
     return index

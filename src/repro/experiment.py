@@ -34,4 +34,10 @@ class Result:
     summary: dict = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pd.DataFrame:
-        return self.tables[name]
+        """A result table; if the run wrote it as ``<name>.csv`` it remembers that file (for downloads)."""
+        from .report import CSV_ATTR
+
+        df = self.tables[name]
+        if (Path(self.run_dir) / f"{name}.csv").is_file():
+            df.attrs[CSV_ATTR] = f"data/{self.provenance['experiment']}/{name}.csv"
+        return df

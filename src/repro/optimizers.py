@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import data as _data
-from . import models, paper, plots, training
+from . import ledger, models, paper, plots, training
 from .experiment import Result, start
 
 EXPERIMENT = "optimizers"
@@ -248,12 +248,41 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     run.write_csv("paper_vs_ours", comparison)
     claim_table = claims(summary)
     run.write_csv("claims", claim_table)
+    run.write_csv("ledger", ledger_rows(comparison, claim_table, summary, p, ds.info))
     tables = {"history": history, "summary": summary, "paper_vs_ours": comparison, "claims": claim_table}
     if tuning is not None:
         tables["tuning"] = tuning
     final = run.finish()
     shutil.rmtree(ckpt, ignore_errors=True)  # the run is complete: its results, not its checkpoints, are kept
     return Result(final, p, run.record, tables, {"comparable": comparable(p, ds.info)[0]})
+
+
+def ledger_rows(comparison: pd.DataFrame, claim_table: pd.DataFrame, summary: pd.DataFrame, p: dict,
+                dataset: dict) -> pd.DataFrame:
+    """This chapter's claims for the book's ledger."""
+    ok, why = comparable(p, dataset)
+    rows = [{"paper": "polishchuk2019", "claim": f"{r.optimizer}: final test accuracy", "paper_value": r.paper,
+             "ours": f"{r.ours_final_accuracy:.1%} (rank {r.ours_rank})", "verdict": r.verdict,
+             "evidence": "optimizers-paper-vs-ours"} for r in comparison.itertuples()]
+    shared = claim_table[claim_table["variant"] == "shared"].set_index("claim") if len(claim_table) else None
+    if shared is not None and "Adam and Nadam are the two most accurate" in shared.index:
+        c = shared.loc["Adam and Nadam are the two most accurate"]
+        verdict = ("reproduced" if c["holds"] else "differs (" + c["evidence"] + ")") if ok else f"not comparable ({why})"
+        rows.append({"paper": "polishchuk2019", "claim": "conclusion: Adam and Nadam are the most accurate",
+                     "paper_value": "Adam, Nadam", "ours": c["evidence"], "verdict": verdict,
+                     "evidence": "optimizers-claims"})
+    s = summary[summary["variant"] == "shared"]
+    epochs95 = s["epochs_to_95pct_best"].max()
+    rows.append({"paper": "polishchuk2019", "claim": "models need about 140 epochs to converge",
+                 "paper_value": f"{paper.value('polishchuk2019', 'epochs_to_converge'):.0f} epochs",
+                 "ours": f"<= {epochs95:.0f} of {p['epochs']} epochs to 95 % of the best accuracy",
+                 "verdict": "not comparable (" + (why or "different convergence criterion") + ")" if not ok
+                 else ("reproduced" if abs(epochs95 - 140) <= 15 else f"differs ({epochs95:.0f} epochs)"),
+                 "evidence": "optimizers-summary"})
+    rows.append({"paper": "polishchuk2019", "claim": "about 1.5 h of training per optimizer",
+                 "paper_value": "1.5 h", "ours": f"{s['train_time_s'].mean() / 3600:.2f} h",
+                 "verdict": "not comparable (the paper's hardware is not stated)", "evidence": "optimizers-summary"})
+    return ledger.frame(rows)
 
 
 # --- figures ---------------------------------------------------------------------------------

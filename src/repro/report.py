@@ -17,11 +17,23 @@ def table_html(df: pd.DataFrame, table_id: str, caption: str = "", float_format:
     return body
 
 
+CSV_ATTR = "repro_csv"  # DataFrame.attrs key: the run's CSV file behind a table (set by Result[...])
+
+
 def show_table(df: pd.DataFrame, table_id: str, caption: str = "", float_format: str = "{:.4g}") -> None:
-    """Display a results table in a notebook (rendered as HTML in the book)."""
+    """Display a results table (rendered as HTML in the book) with a link to download its CSV.
+
+    Tables taken from a run (``result["name"]``) know their CSV file; the book copies the run's
+    files to ``data/<experiment>/`` beside the chapter, which is where the link points.
+    """
     from IPython.display import HTML, display
 
-    display(HTML(table_html(df, table_id, caption, float_format)))
+    body = table_html(df, table_id, caption, float_format)
+    csv = df.attrs.get(CSV_ATTR)
+    if csv:
+        body += (f'<p class="repro-download"><a href="{html.escape(csv)}" download>'
+                 f"Download the data of this table (CSV)</a></p>")
+    display(HTML(body))
 
 
 def provenance_markdown(record: dict, run_dir: str | Path | None = None) -> str:
