@@ -95,6 +95,46 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Pat
     return [run for run, _ in used.values()]
 
 
+PROFILE_ORDER = ("paper", "cpu", "smoke")  # the largest profile published is the default book
+
+
+def published_root() -> Path:
+    """``published/`` in the checkout: executed runs kept in the repository (small CSV/JSON/PNG)."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("published/ not found: build from a checkout of the repository")
+    return root / "published"
+
+
+def default_published_profile() -> str:
+    """The largest profile with published runs of every experiment."""
+    names = list(_params.experiments())
+    for profile in PROFILE_ORDER:
+        if all(results.latest_run(n, profile, published_root(), need="notebook.ipynb") for n in names):
+            return profile
+    raise BookError("no complete set of published runs under published/; "
+                    "run `repro run all --profile cpu` then `repro publish --profile cpu`")
+
+
+def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
+    """Copy the newest finished run of every experiment into ``published/<profile>/`` (same layout)."""
+    names = list(_params.experiments())
+    runs = {n: results.latest_run(n, profile, results_dir, need="notebook.ipynb") for n in names}
+    missing = [n for n, r in runs.items() if r is None]
+    if missing:
+        raise BookError(f"nothing to publish for profile '{profile}' of: {', '.join(missing)}; run them first")
+    out = []
+    for name, run in runs.items():
+        dest_dir = results.experiment_dir(name, profile, published_root())
+        if dest_dir.exists():
+            shutil.rmtree(dest_dir)  # one published run per experiment and profile
+        dest = dest_dir / run.name
+        shutil.copytree(run, dest, ignore=shutil.ignore_patterns(".*"))
+        results.atomic_write_text(dest_dir / "LATEST", run.name + "\n")
+        out.append(dest)
+    return out
+
+
 def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False) -> Path:
     """Stage and build the HTML book; returns the path of its ``index.html``."""
     root = results.project_root()

@@ -40,8 +40,22 @@ def _cmd_run(args) -> int:
 def _cmd_book(args) -> int:
     from . import book
 
-    index = book.build(args.profile)
-    print(f"[repro] book built: {index}")
+    source = args.source or ("results" if args.profile else "published")
+    if source == "published":
+        profile = args.profile or book.default_published_profile()
+        index = book.build(profile, out=book.results.project_root() / "_build" / f"published-{profile}",
+                           results_dir=book.published_root())
+    else:
+        index = book.build(args.profile or "smoke")
+    print(f"[repro] book built from {source} runs: {index}")
+    return 0
+
+
+def _cmd_publish(args) -> int:
+    from . import book
+
+    for path in book.publish(args.profile):
+        print(f"[repro] published {path}")
     return 0
 
 
@@ -75,8 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("book", help="build the HTML book from executed runs (never trains)")
-    p.add_argument("--profile", default="smoke", help="whose runs to render (default: smoke)")
+    p.add_argument("--profile", default=None,
+                   help="whose runs to render; without it, the largest published profile (published/)")
+    p.add_argument("--source", choices=["results", "published"], default=None,
+                   help="results/ (your runs; default with --profile) or published/ (runs kept in the repository)")
     p.set_defaults(func=_cmd_book)
+
+    p = sub.add_parser("publish", help="copy the newest run of every experiment into published/<profile>/")
+    p.add_argument("--profile", required=True)
+    p.set_defaults(func=_cmd_publish)
 
     p = sub.add_parser("data", help="datasets")
     dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")

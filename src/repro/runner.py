@@ -10,7 +10,9 @@ from pathlib import Path
 from . import params as _params
 from . import results
 
-KERNEL = "repro"  # the named kernel environment.yml / `make env` register
+KERNEL = "repro"
+# TensorFlow's start-up lines that no environment variable silences; kept out of the console log
+_NOISE = ("oneDNN custom operations are on", "absl::InitializeLog()", "rebuild TensorFlow with the appropriate")  # the named kernel environment.yml / `make env` register
 
 
 class RunFailed(RuntimeError):
@@ -40,6 +42,7 @@ def _stream_papermill_log() -> None:
     if not any(getattr(h, "_repro", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("  %(message)s"))
+        handler.addFilter(lambda rec: not any(noise in rec.getMessage() for noise in _NOISE))
         handler._repro = True
         logger.addHandler(handler)
         logger.propagate = False

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import paper
+from . import ledger, paper
 from .experiment import Result, start
 
 EXPERIMENT = "speedup"
@@ -446,6 +446,20 @@ def parameter_table(input_size: int, num_classes: int, networks=NETWORKS) -> pd.
 # --- the experiment ------------------------------------------------------------------------
 
 
+LEDGER_VERDICTS = {
+    "pass": "reproduced",
+    "fail": "differs (the thesis' own equations and Table 6.1 say otherwise)",
+    "needs measurement": "not measured yet (needs the distributed runs of the cluster runtime)",
+}
+
+
+def ledger_rows(claims_df: pd.DataFrame) -> pd.DataFrame:
+    """The thesis' statements for the book's ledger: predictions checked, measurements pending."""
+    return ledger.frame([{
+        "paper": "slampa2017", "claim": r.statement, "paper_value": f"{r.kind} ({r.source})", "ours": r.ours,
+        "verdict": LEDGER_VERDICTS[r.verdict], "evidence": "speedup-claims"} for r in claims_df.itertuples()])
+
+
 def run(profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
     """Predictions for the thesis' four networks, the claims table and parameter counts."""
     p, profile, open_run = start(EXPERIMENT, profile, overrides, run_dir)
@@ -468,6 +482,7 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     run.write_csv("claims", claims_df)
     reported = reported_vs_predicted(grid, claims)
     run.write_csv("reported_vs_predicted", reported)
+    run.write_csv("ledger", ledger_rows(claims_df))
     tables = {"table61": table, "predictions": grid, "best_per_configuration": best, "claims": claims_df,
               "reported_vs_predicted": reported}
     if p["count_parameters"]:
