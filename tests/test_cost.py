@@ -1,0 +1,260 @@
+"""The billing model, the price table and `repro cost` (no TensorFlow, fast)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro import cli, cost, cost_study
+from repro.params import ParameterError
+
+
+# --- cost model: hand-computed cases -----------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "seconds, price, step, minimum, expected",
+    [
+        (600, 0.9, 600, 0, 0.15),        # exactly one 10-min step: 600 s * 0.9 / 3600
+        (601, 0.9, 600, 0, 0.30),        # one second over: two steps, 1200 s
+        (1200, 0.9, 600, 0, 0.30),       # exactly two steps
+        (1201, 0.9, 600, 0, 0.45),       # 1800 s
+        (60, 0.9, 60, 0, 0.015),         # Azure: one minute
+        (61, 0.9, 60, 0, 0.030),         # 120 s
+        (1, 0.04, 3600, 0, 0.04),        # a 1-hour step bills a whole hour for one second
+        (3601, 0.04, 3600, 0, 0.08),
+        (0, 0.9, 600, 0, 0.0),           # nothing ran, nothing billed (no minimum)
+        (120, 0.063, 60, 600, 0.0105),   # Google 2017: 10-min minimum -> 600 s * 0.063 / 3600
+        (601, 0.063, 60, 600, 0.01155),  # past the minimum, per minute: 660 s
+        (30, 0.9, 1, 60, 0.015),         # Google today: 1-min minimum, then per second
+        (61.5, 0.9, 1, 60, 0.0155),      # 62 s
+    ],
+)
+def test_cost_hand_computed(seconds, price, step, minimum, expected):
+    assert cost.cost(seconds, price, step, minimum) == pytest.approx(expected, abs=1e-12)
+
+
+def test_billed_seconds_exact_multiples_and_float_noise():
+    assert cost.billed_seconds(1800, 600) == 1800
+    assert cost.billed_seconds(1800.000001, 600) == 2400  # a microsecond over is over
+    assert cost.billed_seconds(0.1 + 0.2 + 599.7, 600) == 600  # 600.0000000000001 in floats is still 600
+    assert cost.billed_seconds(599.9999999997, 600) == 600
+    assert cost.billed_seconds(10, 600, minimum=900) == 1200  # minimum 900 rounded up to the step
+
+
+@pytest.mark.parametrize("args", [(-1, 1.0, 60), (10, -0.5, 60), (10, 1.0, 0), (10, 1.0, -60), (math.nan, 1.0, 60)])
+def test_cost_rejects_bad_numbers(args):
+    with pytest.raises(cost.PriceTableError):
+        cost.cost(*args)
+
+
+# --- price table ---------------------------------------------------------------------------------
+
+def test_packaged_price_table_is_valid_and_sourced():
+    t = cost.load_prices()
+    assert t.currency == "USD"
+    assert set(t.providers["provider"]) >= {"google_cloud_2017", "azure", "local_10min", "local_1h"}
+    assert (t.instances["source"].str.len() > 0).all()
+    assert set(t.instances["source"]) - {"illustrative"}, "at least some prices carry a URL"
+    g = t.provider("google_cloud_2017")
+    assert (g["billing_step_s"], g["minimum_s"]) == (60, 600)
+    assert t.provider("azure")["billing_step_s"] == 60
+    assert t.instance("google_cloud_2017", "n1-standard-2")["price_per_hour"] == 0.126
+    assert t.cheapest("google_cloud_2017", 3)["instance"] == "n1-standard-4"
+    assert t.cheapest("azure", 1, gpus=1)["instance"] == "NC6"
+    assert t.cheapest("local_1h", 1, gpus=1) is None
+    assert t.assumed_seconds() == 260  # 60 boot + 180 install + 20 power-off
+    assert set(t.assumed_phases["phase"]) == {"startup", "install", "poweroff"}
+
+
+GOOD = """
+currency: EUR
+providers:
+  p1: {billing_step_s: 60, minimum_s: 0, source: illustrative}
+instances:
+  - {provider: p1, instance: small, cpu_cores: 2, gpus: 0, memory_gb: 4, price_per_hour: 0.1, source: illustrative}
+assumed_phases:
+  - {phase: startup, seconds: 30, source: illustrative}
+"""
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (GOOD.replace("provider: p1, instance", "provider: p9, instance"), "unknown provider 'p9'"),
+        (GOOD.replace("price_per_hour: 0.1", "price_per_hour: -0.1"), "'price_per_hour' must be >= 0"),
+        (GOOD.replace("price_per_hour: 0.1", "price_per_hour: cheap"), "'price_per_hour' must be a number"),
+        (GOOD.replace("billing_step_s: 60", "billing_step_s: 0"), "'billing_step_s' must be > 0"),
+        (GOOD.replace(", source: illustrative}\nassumed", ", source: ''}\nassumed"), "'source' is empty"),
+        (GOOD.replace("cpu_cores: 2, ", ""), "missing cpu_cores"),
+        (GOOD.replace("phase: startup", "phase: learn"), "not a cloud-only phase"),
+        (GOOD.replace("currency: EUR\n", ""), "missing 'currency'"),
+        (GOOD + "  - {phase: install\n", "cannot be read"),
+        ("- just a list\n", "expected a mapping"),
+    ],
+)
+def test_malformed_price_table_is_one_line_error(tmp_path, text, message):
+    path = tmp_path / "prices.yaml"
+    path.write_text(text)
+    with pytest.raises(cost.PriceTableError) as err:
+        cost.load_prices(path)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_user_price_table(tmp_path):
+    path = tmp_path / "prices.yaml"
+    path.write_text(GOOD)
+    t = cost.load_prices(path)
+    assert t.currency == "EUR" and t.instance("p1", "small")["cpu_cores"] == 2
+    with pytest.raises(cost.PriceTableError, match="unknown provider 'azure'"):
+        t.provider("azure")
+    f = cost.formula_table(t, {"learn": 100.0})
+    assert list(f["term"]) == ["t_startup", "t_install", "t_data_load", "t_start", "t_learn", "t_verify",
+                               "t_save_data", "t_poweroff"]
+    assert f.set_index("term").loc["t_startup", "seconds"] == 30
+    assert f.set_index("term").loc["t_learn", "kind"] == "measured here"
+
+
+# --- `repro cost` ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "argv, out",
+    [
+        (["--seconds", "601", "--price-per-hour", "0.9", "--billing-step", "600"], "0.3"),
+        (["--seconds", "600", "--price-per-hour", "0.9", "--billing-step", "600"], "0.15"),
+        (["--seconds", "120", "--price-per-hour", "0.063", "--billing-step", "60", "--minimum", "600"], "0.0105"),
+        (["--seconds", "601", "--provider", "google_cloud_2017", "--instance", "n1-standard-2"], "0.0231"),
+        (["--seconds", "61", "--provider", "azure", "--price-per-hour", "1.8"], "0.06"),
+    ],
+)
+def test_cli_cost_prints_a_bare_number(capsys, argv, out):
+    assert cli.main(["cost", *argv]) == 0
+    assert capsys.readouterr().out == out + "\n"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--seconds", "-5", "--price-per-hour", "0.9", "--billing-step", "600"], "--seconds must be a number >= 0"),
+        (["--seconds", "abc", "--price-per-hour", "0.9", "--billing-step", "600"], "--seconds must be a number"),
+        (["--seconds", "10", "--price-per-hour", "0.9", "--billing-step", "0"], "billing step must be"),
+        (["--seconds", "10", "--provider", "ovh", "--price-per-hour", "1"], "unknown provider 'ovh'"),
+        (["--seconds", "10", "--provider", "azure", "--instance", "NC99"], "unknown instance 'NC99'"),
+        (["--seconds", "10", "--price-per-hour", "0.9"], "give --billing-step"),
+    ],
+)
+def test_cli_cost_bad_input_one_line(capsys, argv, message):
+    assert cli.main(["cost", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("repro: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_cli_cost_malformed_table(capsys, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(GOOD.replace("minimum_s: 0, ", ""))
+    assert cli.main(["cost", "--seconds", "10", "--provider", "p1", "--price-per-hour", "1", "--prices", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "missing minimum_s" in err and err.count("\n") == 1
+
+
+# --- experiment input validation (before anything runs) ------------------------------------------
+
+def test_core_counts():
+    assert cost_study.core_counts([0], 4) == [1, 2, 3, 4]
+    assert cost_study.core_counts([2, 1, 2], 2) == [1, 2]
+    with pytest.raises(ParameterError, match="8 cores requested but this machine lets us use 2"):
+        cost_study.core_counts([1, 8], 2)
+    with pytest.raises(ParameterError, match="given alone"):
+        cost_study.core_counts([0, 1], 2)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"cores": [1, 4096]}, "cores requested but this machine lets us use"),
+        ({"repetitions": 0}, "parameter 'repetitions'"),
+        ({"reference_provider": "ovh"}, "unknown provider 'ovh'"),
+        ({"price_table": "/nonexistent/prices.yaml"}, "not found"),
+    ],
+)
+def test_run_rejects_bad_input_in_one_line(results_root, overrides, message):
+    with pytest.raises(ParameterError) as err:
+        cost_study.run("smoke", overrides)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert not results_root.exists() or not any(results_root.rglob("provenance.json"))
+
+
+# --- analysis on hand-made runs ---------------------------------------------------------------------
+
+def _runs(times: dict[int, list[float]], overhead: float = 10.0) -> pd.DataFrame:
+    rows = []
+    for k, ts in times.items():
+        for rep, t in enumerate(ts, 1):
+            rows.append({"network": "mnist_cnn", "device": "cpu", "cores": k, "gpus": 0, "rep": rep,
+                         "label": f"m-k{k}-r{rep}", "t_learn_s": t, "t_measured_s": t + overhead, "wall_s": t + overhead + 1,
+                         "images_per_second": 1000 / t, "final_test_accuracy": 0.9})
+    return pd.DataFrame(rows)
+
+
+def test_amdahl_fit_recovers_known_serial_fraction():
+    # T1 = 100 s, s = 0.2: T(1) = 100, T(2) = 60, T(4) = 40; +-1 s of symmetric noise
+    runs = _runs({1: [99, 101], 2: [59, 61], 4: [39, 41]})
+    fit = cost_study.fit_amdahl(runs["cores"], runs["t_learn_s"])
+    assert fit["t1_s"] == pytest.approx(100, abs=0.5)
+    assert fit["serial_fraction"] == pytest.approx(0.2, abs=0.01)
+    assert 0 < fit["serial_fraction_se"] < 0.05
+    t8, se8 = cost_study.amdahl_predict(fit, 8)
+    assert t8 == pytest.approx(30, abs=0.5)  # 100 * (0.2 + 0.8 / 8)
+    assert se8 > 0
+
+
+def test_amdahl_fit_needs_two_core_counts_and_spare_runs():
+    assert math.isnan(cost_study.fit_amdahl([2, 2], [5, 6])["t1_s"])
+    exact = cost_study.fit_amdahl([1, 2], [100, 60])
+    assert exact["serial_fraction"] == pytest.approx(0.2, abs=1e-6) and math.isnan(exact["serial_fraction_se"])
+
+
+def test_scaling_costs_and_optimum_on_hand_made_runs():
+    runs = _runs({1: [100, 100], 2: [60, 60]}, overhead=10)
+    fits = {"mnist_cnn": cost_study.fit_amdahl(runs["cores"], runs["t_learn_s"])}
+    sc = cost_study.scaling_table(runs, fits, [4])
+    m = sc.set_index(["cores", "kind"])
+    assert m.loc[(2, "measured"), "speedup"] == pytest.approx(100 / 60)
+    assert m.loc[(2, "measured"), "efficiency"] == pytest.approx(100 / 120)
+    assert m.loc[(4, "extrapolation (Amdahl)"), "t_learn_s"] == pytest.approx(40, abs=1e-3)
+    prices = cost.load_prices()
+    costs = cost_study.cost_table(runs, sc, prices)
+    g = costs[(costs["provider"] == "google_cloud_2017") & (costs["kind"] == "measured")].set_index("cores")
+    # 1 core: t_sum = 100 + 10 + 260 assumed = 370 s -> 10-min minimum -> 600 s * 0.063/3600
+    assert g.loc[1, "t_sum_mean_s"] == pytest.approx(370)
+    assert g.loc[1, "cost_mean"] == pytest.approx(600 * 0.063 / 3600)
+    assert g.loc[2, "cost_mean"] == pytest.approx(600 * 0.126 / 3600)
+    l1h = costs[(costs["provider"] == "local_1h") & (costs["kind"] != "measured")].set_index("cores")
+    assert l1h.loc[4, "cost_mean"] == pytest.approx(0.16)  # one whole hour of vm-4
+    opt = cost_study.optimal_table(costs)
+    assert set(opt.loc[opt["provider"] == "google_cloud_2017", "cores"]) == {1}
+    steps = cost_study.step_sensitivity(costs, "google_cloud_2017", [1, 3600])
+    one_s = steps[(steps["billing_step_s"] == 1) & (steps["cores"] == 2)]
+    assert one_s["cost"].iloc[0] == pytest.approx(330 * 0.126 / 3600)  # 60 + 10 + 260 s, per second
+    assert steps.groupby("billing_step_s")["optimal"].sum().tolist() == [1, 1]
+
+
+def test_cost_to_accuracy_counts_epochs_up_to_the_target():
+    runs = _runs({1: [30]}, overhead=0)
+    runs["t_start_s"], runs["t_data_load_s"], runs["t_save_data_s"] = 5.0, 2.0, 1.0
+    runs["t_epochs_train_s"] = 30.0
+    epochs = pd.DataFrame({"label": "m-k1-r1", "epoch": [1, 2, 3], "test_accuracy": [0.5, 0.8, 0.9],
+                           "epoch_time_s": [10.0, 10.0, 10.0], "eval_time_s": [1.0, 1.0, 1.0]})
+    prices = cost.load_prices()
+    out = cost_study.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.8})
+    row = out[out["provider"] == "azure"].iloc[0]
+    assert row["epochs_to_target_mean"] == 2
+    assert row["t_sum_mean_s"] == pytest.approx(5 + 2 + 1 + 22 + 260)  # fixed + 2 epochs with tests + assumed
+    assert row["cost_mean"] == pytest.approx(300 * 0.05 / 3600)  # 290 s -> 5 min on F1
+    never = cost_study.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.99})
+    assert (never["status"] == "not reached").all() and never["cost_mean"].isna().all()
+    assert np.isnan(never["t_sum_mean_s"]).all()
