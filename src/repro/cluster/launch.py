@@ -1,0 +1,300 @@
+"""The local launcher: one call starts a cluster of real processes, runs a job, tears it all down.
+
+Process tree (``netns`` isolation, the default where possible)::
+
+    your Python (notebook kernel, test, CLI)           run_cluster()
+      setpriv --pdeathsig KILL                          dies with your Python
+        unshare --net --pid --fork --mount-proc --map-root-user --kill-child
+          python -m repro.cluster._entry supervise     PID 1 of a private PID + network namespace
+            python -m repro.cluster._entry node serve one per server task (ps, worker)
+            python -m repro.cluster._entry node run F  one per program task (chief, or every worker)
+
+Everything from ``setpriv`` down is one process group (a new session), so one ``killpg``
+reaches every process; in addition the kernel kills the whole PID namespace when the
+supervisor exits, and ``--pdeathsig``/``--kill-child`` take it all down if the launching
+Python itself is killed. The network namespace has nothing but ``lo``: TensorFlow's gRPC
+servers (no authentication, bound to all interfaces) are unreachable from other machines.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .spec import ROLES, ClusterError, ClusterSpec
+from .supervisor import ClusterTimeout, TaskFailed
+
+ISOLATIONS = ("auto", "netns", "none")
+_ERRORS = {"ClusterTimeout": ClusterTimeout, "TaskFailed": TaskFailed}
+
+
+class ClusterInterrupted(ClusterError):
+    """The cluster was stopped from outside (signal) before the job finished."""
+
+
+_RATE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit)$")
+_SIZE = re.compile(r"^\d+(b|kb|k|mb|m)?$")
+_TIME = re.compile(r"^\d+(\.\d+)?(ms|us|s)$")
+
+
+@dataclass
+class Network:
+    """Emulated network for a local cluster: every task in its own network namespace.
+
+    Each task gets ``eth0`` (address ``10.77.0.<k>``, k = its place in the cluster, from 1),
+    joined by a veth pair to a bridge in the cluster's namespace. ``tc qdisc tbf`` limits
+    each direction of every link to ``bandwidth`` (tc syntax: ``"100mbit"``, ``"1gbit"``,
+    ``"25gbit"``), so node-to-node traffic crosses two limited links, like hosts on a
+    switch. ``burst`` and ``latency`` are tbf's bucket size and queueing limit. Needs
+    ``netns`` isolation. No delay or loss (``netem`` is not in this kernel).
+    """
+
+    bandwidth: str = "1gbit"
+    burst: str = "256kb"
+    latency: str = "50ms"
+
+    def validate(self) -> dict:
+        for name, rx in (("bandwidth", _RATE), ("burst", _SIZE), ("latency", _TIME)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not rx.match(value):
+                raise ClusterError(f"network {name} {value!r} is not in tc syntax (e.g. bandwidth='1gbit', "
+                                   "burst='256kb', latency='50ms')")
+        return {"bandwidth": self.bandwidth, "burst": self.burst, "latency": self.latency}
+
+
+@dataclass
+class ClusterResult:
+    """What a finished local cluster run left: its directory, tasks, and program return values."""
+
+    run_dir: Path
+    isolation: str
+    cluster: dict
+    tasks: list[dict]
+    results: dict = field(default_factory=dict)
+    exposure: dict | None = None
+    elapsed_s: float = 0.0
+    link_bytes: dict = field(default_factory=dict)  # emulated network: {task: {"sent", "received"}}
+
+    def log(self, name: str) -> str:
+        """A task's captured stdout+stderr (``name`` like ``worker:0``)."""
+        return (self.run_dir / "logs" / (name.replace(":", "-") + ".log")).read_text(errors="replace")
+
+    def task(self, name: str) -> dict:
+        return next(t for t in self.tasks if t["name"] == name)
+
+
+@functools.lru_cache(maxsize=1)
+def netns_available() -> bool:
+    """Whether an unprivileged private network + PID namespace can be made here."""
+    if not (shutil.which("unshare") and shutil.which("ip")):
+        return False
+    try:
+        r = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", "--map-root-user",
+                            "ip", "link", "set", "lo", "up"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def resolve_isolation(isolation: str = "auto", allow_exposed: bool = False) -> str:
+    """``netns`` or ``none``; refuses an exposed cluster unless ``allow_exposed``."""
+    if isolation not in ISOLATIONS:
+        raise ClusterError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+    if isolation in ("auto", "netns") and netns_available():
+        return "netns"
+    if isolation == "netns":
+        raise ClusterError("isolation='netns' but no private network namespace can be made here (unshare --net failed)")
+    if not allow_exposed:
+        why = "isolation='none' was asked for" if isolation == "none" else \
+            "no private network namespace can be made here (unshare --net failed)"
+        raise ClusterError(f"{why}: the cluster's gRPC servers (no authentication) would listen on all "
+                           "interfaces; pass allow_exposed=True (--allow-exposed) to accept that")
+    return "none"
+
+
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether ``proc`` has exited, without reaping it (its PID and group stay reserved)."""
+    if proc.returncode is not None:
+        return True
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None and info.si_pid != 0
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _teardown(proc: subprocess.Popen, grace: float) -> None:
+    """Stop the whole process group of ``proc``: SIGTERM, then SIGKILL; reap the leader last."""
+    if not _exited(proc):
+        _killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while not _exited(proc) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    _killpg(proc.pid, signal.SIGKILL)  # stragglers; the unreaped leader keeps the group id ours
+    proc.wait()
+
+
+def leftover_processes(run_dir: str | Path) -> list[dict]:
+    """Processes (this machine, any namespace) still running for the cluster run in ``run_dir``.
+
+    Every cluster process carries its run directory on its command line; this is the orphan
+    check the tests use (an empty list after a run, whatever happened).
+    """
+    import psutil
+
+    token = str(Path(run_dir).resolve())
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmd = p.info["cmdline"] or []
+        if p.info["status"] != psutil.STATUS_ZOMBIE and any(token in a for a in cmd):
+            found.append({"pid": p.info["pid"], "cmdline": " ".join(cmd)})
+    return found
+
+
+def _program_cmd(program: str) -> list[str]:
+    if not isinstance(program, str) or not (program.endswith(".py") or ":" in program):
+        raise ClusterError(f"program must be 'module:function' or a .py file, got {program!r}")
+    if program.endswith(".py"):
+        program = str(Path(program).resolve())
+        if not Path(program).is_file():
+            raise ClusterError(f"program file {program} does not exist")
+    return [sys.executable, "-m", "repro.cluster._entry", "node", "run", program]
+
+
+def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = True,
+                program_roles: tuple[str, ...] = ("chief",), kwargs: dict | None = None,
+                cluster: ClusterSpec | None = None, server: str = "tf",
+                timeout: float = 300.0, ready_timeout: float = 60.0, grace: float = 3.0,
+                run_dir: str | Path | None = None, isolation: str = "auto", allow_exposed: bool = False,
+                network: Network | None = None, fail_fast: bool = True, env: dict | None = None,
+                on_ready: Callable[[dict], None] | None = None) -> ClusterResult:
+    """Start a local cluster of real processes, run ``program`` on it, and tear everything down.
+
+    * ``program``: ``"module:function"`` (called with ``**kwargs``; its JSON-able return value
+      lands in ``ClusterResult.results["chief:0"]``) or a ``.py`` script; it runs, with TF_CONFIG
+      set, in every task whose role is in ``program_roles`` (default: the chief; use
+      ``("worker",)`` for all-reduce jobs where every worker runs the program). Every other task
+      runs a ``tf.distribute.Server`` (``server="tf"``) or a TCP stand-in (``server="tcp"``, tests).
+    * ``workers``/``ps``/``chief``: the local cluster's shape (ports picked free), or ``cluster``:
+      explicit addresses (must be loopback in ``netns`` isolation).
+    * ``timeout``: seconds the program may run once the servers are ready (``ready_timeout``);
+      past it :class:`ClusterTimeout` names the hung task and its last log lines.
+    * ``fail_fast``: a server that dies ends the job with :class:`TaskFailed` (else the job goes
+      on and the death is in ``tasks``); a program exiting non-zero always fails the job.
+    * ``isolation``: ``auto``/``netns`` run in a private network namespace; ``none`` (or
+      ``auto`` where no namespace can be made) needs ``allow_exposed=True``.
+    * ``on_ready(info)``: called in this process once every server accepts connections.
+
+    Logs: ``run_dir/logs/<role>-<index>.log``; also ``cluster.json``, ``exposure.json``,
+    ``status.json``, ``results/``. KeyboardInterrupt tears the cluster down and propagates.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ClusterError(f"workers must be an integer >= 1, got {workers!r}")
+    if isinstance(ps, bool) or not isinstance(ps, int) or ps < 0:
+        raise ClusterError(f"ps must be an integer >= 0, got {ps!r}")
+    if server not in ("tf", "tcp"):
+        raise ClusterError(f"server must be 'tf' or 'tcp', got {server!r}")
+    for name, value in (("timeout", timeout), ("ready_timeout", ready_timeout), ("grace", grace)):
+        if not isinstance(value, (int, float)) or value <= 0:
+            raise ClusterError(f"{name} must be a positive number of seconds, got {value!r}")
+    program_roles = (program_roles,) if isinstance(program_roles, str) else tuple(program_roles)
+    if not program_roles or any(r not in ROLES for r in program_roles):
+        raise ClusterError(f"program_roles must be roles among {', '.join(ROLES)}, got {program_roles!r}")
+    if cluster is None and program_roles == ("chief",) and not chief:
+        raise ClusterError("the program runs on the chief but chief=False: pass program_roles=('worker',) or chief=True")
+    if network is not None and not isinstance(network, Network):
+        raise ClusterError(f"network must be a repro.cluster.Network, got {network!r}")
+    net = network.validate() if network is not None else None
+    program_cmd = _program_cmd(program)
+    mode = resolve_isolation(isolation, allow_exposed)
+    if net and mode != "netns":
+        raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
+    if net and cluster is not None:
+        raise ClusterError("an emulated network assigns its own addresses: pass workers/ps/chief, not cluster")
+    if cluster is not None and mode == "netns":
+        from .spec import is_local
+        remote = [t.name for t in cluster.tasks if not is_local(t)]
+        if remote:
+            raise ClusterError(f"a local cluster in a private namespace has only loopback; {remote[0]} is not local")
+    run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="repro-cluster-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if (run_dir / "plan.json").exists():
+        raise ClusterError(f"run directory {run_dir} was already used by a cluster run")
+    child_env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+    pythonpath = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    child_env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    child_env.update(env or {})
+    plan = {
+        "run_dir": str(run_dir.resolve()), "isolation": mode, "workers": workers, "ps": ps, "chief": bool(chief),
+        "cluster": cluster.as_dict() if cluster is not None else None,
+        "program_roles": list(program_roles), "program_cmd": program_cmd,
+        "server_cmd": [sys.executable, "-m", "repro.cluster._entry", "node", "serve", "--kind", server],
+        "kwargs": kwargs or {}, "timeout": float(timeout), "ready_timeout": float(ready_timeout),
+        "grace": float(grace), "fail_fast": bool(fail_fast), "network": net, "env": child_env, "cwd": os.getcwd(),
+    }
+    try:
+        json.dumps(plan)
+    except TypeError as exc:
+        raise ClusterError(f"kwargs must be JSON-serialisable: {exc}") from None
+    (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
+
+    cmd = [sys.executable, "-m", "repro.cluster._entry", "supervise", str(run_dir / "plan.json")]
+    if mode == "netns":
+        cmd = ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--map-root-user", "--kill-child"] + cmd
+    if shutil.which("setpriv"):
+        cmd = ["setpriv", "--pdeathsig", "KILL"] + cmd
+    outer_deadline = time.monotonic() + ready_timeout + timeout + 2 * grace + 30
+    with open(run_dir / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env={**os.environ, **child_env})
+    try:
+        fired = on_ready is None
+        while not _exited(proc):
+            if not fired and (run_dir / "ready.json").exists():
+                fired = True
+                on_ready(json.loads((run_dir / "ready.json").read_text()))
+            if time.monotonic() > outer_deadline:
+                raise ClusterTimeout(f"cluster supervisor did not finish within {ready_timeout + timeout + 2 * grace + 30:g} s; "
+                                     f"see {run_dir / 'supervisor.log'}")
+            time.sleep(0.05)
+    finally:
+        _teardown(proc, grace + 2.0)
+    return _result(run_dir, mode)
+
+
+def _result(run_dir: Path, mode: str) -> ClusterResult:
+    status_path = run_dir / "status.json"
+    if not status_path.exists():
+        from .supervisor import tail
+        raise ClusterInterrupted(f"cluster supervisor ended without a status; supervisor log: "
+                                 f"{tail(run_dir / 'supervisor.log')}")
+    status = json.loads(status_path.read_text())
+    if not status["ok"]:
+        raise _ERRORS.get(status["kind"], ClusterInterrupted if status["kind"] == "Stopped" else ClusterError)(
+            status["error"])
+    results = {}
+    for path in sorted((run_dir / "results").glob("*.json")):
+        role, _, index = path.stem.rpartition("-")
+        results[f"{role}:{index}"] = json.loads(path.read_text())["value"]
+    cluster = json.loads((run_dir / "cluster.json").read_text())["cluster"]
+    return ClusterResult(run_dir=run_dir, isolation=mode, cluster=cluster, tasks=status["tasks"], results=results,
+                         exposure=status.get("exposure"), elapsed_s=status.get("elapsed_s", 0.0),
+                         link_bytes=status.get("link_bytes") or {})

@@ -1,0 +1,379 @@
+"""Cluster descriptions: tasks, cluster files, TF_CONFIG, ports and exposure checks.
+
+Nothing here imports TensorFlow (except :func:`from_slurm`, inside the function).
+
+A cluster is an ordered tuple of :class:`Task` (role, index within the role, host, port).
+The order is the order of the cluster file, so a machine's *global* index (the thesis'
+``dist.py --nodefile F --index I``) picks one task.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+ROLES = ("chief", "ps", "worker", "evaluator")
+
+
+class ClusterError(ValueError):
+    """A bad cluster description or a failed cluster run; its message is one line."""
+
+
+@dataclass(frozen=True)
+class Task:
+    role: str
+    index: int
+    host: str
+    port: int
+
+    @property
+    def name(self) -> str:
+        """``role:index``, the name used in errors and logs (``worker:1``)."""
+        return f"{self.role}:{self.index}"
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def slug(self) -> str:
+        """File-name form of :attr:`name` (``worker-1``)."""
+        return f"{self.role}-{self.index}"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """An ordered, validated list of tasks (see :func:`make_spec`)."""
+
+    tasks: tuple[Task, ...]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """The ``cluster`` part of TF_CONFIG: ``{"ps": ["h:p"], "worker": [...]}``."""
+        out: dict[str, list[str]] = {}
+        for role in ROLES:
+            addrs = [t.address for t in self.tasks if t.role == role]
+            if addrs:
+                out[role] = addrs
+        return out
+
+    def tf_config(self, role: str, index: int) -> dict:
+        """The TF_CONFIG mapping for one task."""
+        self.task(role, index)
+        return {"cluster": self.as_dict(), "task": {"type": role, "index": index}}
+
+    def task(self, role: str, index: int) -> Task:
+        for t in self.tasks:
+            if t.role == role and t.index == index:
+                return t
+        raise ClusterError(f"no task {role}:{index} in the cluster ({', '.join(t.name for t in self.tasks)})")
+
+    def by_global_index(self, i: int) -> Task:
+        """The ``i``-th task in file order (the thesis' ``--index``)."""
+        if not 0 <= i < len(self.tasks):
+            raise ClusterError(f"index {i} out of range: the cluster has {len(self.tasks)} tasks (0..{len(self.tasks) - 1})")
+        return self.tasks[i]
+
+    def count(self, role: str) -> int:
+        return sum(1 for t in self.tasks if t.role == role)
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.tasks]
+
+
+def make_spec(entries: Iterable[tuple[str, str, int]], *, source: str = "cluster") -> ClusterSpec:
+    """Validate ``(role, host, port)`` entries (in order) and number them within each role."""
+    counters: dict[str, int] = {}
+    seen: dict[tuple[str, int], str] = {}
+    tasks = []
+    for role, host, port in entries:
+        if role not in ROLES:
+            raise ClusterError(f"{source}: unknown role {role!r} (allowed: {', '.join(ROLES)})")
+        if not host or any(c.isspace() for c in host):
+            raise ClusterError(f"{source}: bad host {host!r} for a {role} task")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise ClusterError(f"{source}: bad port {port!r} for {role} on {host} (1..65535)")
+        task = Task(role, counters.get(role, 0), host, port)
+        counters[role] = task.index + 1
+        key = (host.lower(), port)
+        if key in seen:
+            raise ClusterError(f"{source}: duplicate address {task.address} ({seen[key]} and {task.name})")
+        seen[key] = task.name
+        tasks.append(task)
+    if not tasks:
+        raise ClusterError(f"{source}: no tasks")
+    if counters.get("worker", 0) < 1:
+        raise ClusterError(f"{source}: needs at least one worker, got 0")
+    if counters.get("chief", 0) > 1:
+        raise ClusterError(f"{source}: at most one chief, got {counters['chief']}")
+    return ClusterSpec(tuple(tasks))
+
+
+def _split_address(addr: str, source: str) -> tuple[str, int]:
+    addr = addr.strip()
+    if addr.startswith("["):  # [v6]:port
+        host, sep, port = addr[1:].partition("]:")
+    else:
+        host, sep, port = addr.rpartition(":")
+    if not sep or not host:
+        raise ClusterError(f"{source}: expected HOST:PORT, got {addr!r}")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise ClusterError(f"{source}: bad port {port!r} in {addr!r}") from None
+
+
+def parse_cluster_text(text: str, *, source: str = "cluster file", ps: int = 1) -> ClusterSpec:
+    """Parse a cluster description.
+
+    Two formats:
+
+    * lines ``ROLE HOST:PORT`` (``ps node1:2222``), ``#`` comments and blank lines ignored;
+      or bare ``HOST:PORT`` lines (the thesis' ``nodefile.txt``): then the first ``ps``
+      lines are parameter servers and the rest workers (our documented reading);
+    * a JSON or YAML mapping ``{role: [HOST:PORT, ...]}``, optionally under a ``cluster``
+      key (the TF_CONFIG layout). Roles are ordered chief, ps, worker, evaluator.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise ClusterError(f"{source}: empty")
+    if stripped.startswith("{") or _looks_like_yaml_mapping(stripped):
+        return parse_cluster_mapping(_load_mapping(stripped, source), source=source)
+    entries, bare = [], []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{source} line {lineno}"
+        parts = line.split()
+        if len(parts) == 1:
+            bare.append(_split_address(parts[0], where))
+        elif len(parts) == 2:
+            host, port = _split_address(parts[1], where)
+            if parts[0] not in ROLES:
+                raise ClusterError(f"{where}: unknown role {parts[0]!r} (allowed: {', '.join(ROLES)})")
+            entries.append((parts[0], host, port))
+        else:
+            raise ClusterError(f"{where}: expected 'ROLE HOST:PORT' or 'HOST:PORT', got {line!r}")
+    if bare and entries:
+        raise ClusterError(f"{source}: mixes 'ROLE HOST:PORT' lines with bare 'HOST:PORT' lines")
+    if bare:
+        if ps < 0 or ps >= len(bare):
+            raise ClusterError(f"{source}: {len(bare)} bare address(es) leave no worker after {ps} parameter server(s)")
+        entries = [("ps" if i < ps else "worker", h, p) for i, (h, p) in enumerate(bare)]
+    return make_spec(entries, source=source)
+
+
+def _looks_like_yaml_mapping(text: str) -> bool:
+    """A first line ``word:`` followed by a space or the line end (``ps host:1`` and ``host:1`` are not)."""
+    first = next((l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")), "")
+    return re.match(r"^\s*[A-Za-z_]\w*\s*:(\s|$)", first) is not None
+
+
+def _load_mapping(text: str, source: str):
+    import yaml
+
+    try:
+        return yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        raise ClusterError(f"{source}: not valid JSON/YAML ({str(exc).splitlines()[0]})") from None
+
+
+def parse_cluster_mapping(mapping, *, source: str = "cluster") -> ClusterSpec:
+    """``{"worker": ["h:p", ...], "ps": [...]}``, or a TF_CONFIG with a ``cluster`` key."""
+    if isinstance(mapping, Mapping) and "cluster" in mapping:
+        mapping = mapping["cluster"]
+    if not isinstance(mapping, Mapping):
+        raise ClusterError(f"{source}: expected a mapping of role to a list of HOST:PORT")
+    unknown = [r for r in mapping if r not in ROLES]
+    if unknown:
+        raise ClusterError(f"{source}: unknown role {unknown[0]!r} (allowed: {', '.join(ROLES)})")
+    entries = []
+    for role in ROLES:
+        addrs = mapping.get(role) or []
+        if isinstance(addrs, str):
+            addrs = [addrs]
+        if not isinstance(addrs, list):
+            raise ClusterError(f"{source}: {role} must be a list of HOST:PORT")
+        for a in addrs:
+            host, port = _split_address(str(a), f"{source} ({role})")
+            entries.append((role, host, port))
+    return make_spec(entries, source=source)
+
+
+def parse_cluster_file(path, *, ps: int = 1) -> ClusterSpec:
+    """Read and parse a cluster file (see :func:`parse_cluster_text`)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ClusterError(f"cannot read cluster file {path}: {exc.strerror}") from None
+    return parse_cluster_text(text, source=f"cluster file {path}", ps=ps)
+
+
+def from_tf_config(tf_config: str | Mapping | None = None) -> tuple[ClusterSpec, Task]:
+    """The cluster and this process' task from a TF_CONFIG (default: ``$TF_CONFIG``)."""
+    if tf_config is None:
+        tf_config = os.environ.get("TF_CONFIG")
+        if not tf_config:
+            raise ClusterError("TF_CONFIG is not set")
+    if isinstance(tf_config, str):
+        try:
+            tf_config = json.loads(tf_config)
+        except json.JSONDecodeError as exc:
+            raise ClusterError(f"TF_CONFIG is not JSON ({exc.msg})") from None
+    spec = parse_cluster_mapping(tf_config.get("cluster"), source="TF_CONFIG")
+    task = tf_config.get("task") or {}
+    return spec, spec.task(task.get("type"), int(task.get("index", 0)))
+
+
+def from_slurm(*, ps: int = 1, chief: bool = False, port_base: int = 8888, tasks_per_node: int | None = None):
+    """Cluster and this task under SLURM, via ``tf.distribute.cluster_resolver.SlurmClusterResolver``.
+
+    Run one task per SLURM task (``srun``); SLURM's task order assigns roles: the first
+    ``chief`` (0/1) task is the chief, the next ``ps`` are parameter servers, the rest workers.
+    Ports are ``port_base`` + the task's rank on its node. Returns ``(ClusterSpec, Task)``.
+    """
+    import tensorflow as tf
+
+    nprocs = int(os.environ.get("SLURM_NTASKS", "0"))
+    jobs = {}
+    if chief:
+        jobs["chief"] = 1
+    if ps:
+        jobs["ps"] = ps
+    jobs["worker"] = nprocs - ps - int(chief)
+    if jobs["worker"] < 1:
+        raise ClusterError(f"SLURM: {nprocs} tasks leave no worker after {ps} ps and {int(chief)} chief")
+    resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+        jobs=jobs, port_base=port_base, tasks_per_node=tasks_per_node)
+    spec = parse_cluster_mapping(resolver.cluster_spec().as_dict(), source="SLURM")
+    return spec, spec.task(resolver.task_type, int(resolver.task_id))
+
+
+# --------------------------------------------------------------------------- ports
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports free right now on ``host`` (bound together, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _local_hosts() -> set[str]:
+    names = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", socket.gethostname().lower()}
+    try:
+        names.add(socket.getfqdn().lower())
+        for info in socket.getaddrinfo(socket.gethostname(), None):
+            names.add(info[4][0])
+    except OSError:
+        pass
+    return names
+
+
+def is_local(task: Task) -> bool:
+    host = task.host.lower()
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return True
+    except ValueError:
+        pass
+    return host in _local_hosts()
+
+
+def port_in_use(port: int) -> bool:
+    """Whether binding the wildcard address on ``port`` fails (what a TF server would do)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("0.0.0.0", port))
+        return False
+    except OSError:
+        return True
+    finally:
+        s.close()
+
+
+def check_ports_free(tasks: Iterable[Task]) -> None:
+    """Raise :class:`ClusterError` for the first task on this machine whose port is taken."""
+    for t in tasks:
+        if is_local(t) and port_in_use(t.port):
+            raise ClusterError(f"port {t.port} for {t.name} ({t.address}) is already in use on this machine")
+
+
+# ------------------------------------------------------------------ exposure check
+
+
+def _parse_proc_net(path: str, v6: bool) -> list[tuple[str, int]]:
+    out = []
+    try:
+        lines = Path(path).read_text().splitlines()[1:]
+    except OSError:
+        return out
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != "0A":  # 0A = TCP_LISTEN
+            continue
+        hexip, hexport = fields[1].split(":")
+        raw = bytes.fromhex(hexip)
+        # the kernel prints each 32-bit word in host (little-endian) order
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+        ip = ipaddress.IPv6Address(raw) if v6 else ipaddress.IPv4Address(raw)
+        if v6 and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        out.append((str(ip), int(hexport, 16)))
+    return out
+
+
+def listening_sockets() -> list[tuple[str, int]]:
+    """TCP sockets listening in *this process'* network namespace: ``[(ip, port), ...]``."""
+    return _parse_proc_net("/proc/net/tcp", False) + _parse_proc_net("/proc/net/tcp6", True)
+
+
+def exposure_report(ports: Iterable[int] | None = None) -> dict:
+    """What of this network namespace is reachable other than through loopback.
+
+    A listener is *exposed* when it binds a non-loopback address that another machine could
+    reach: a specific non-loopback address, or a wildcard (``0.0.0.0``/``::``, what TF's gRPC
+    servers bind) while the namespace has any interface besides ``lo``. ``ports`` limits the
+    check to those ports. Returns ``{"interfaces", "listeners", "exposed"}``.
+    """
+    ifaces = [name for _, name in socket.if_nameindex()]
+    others = [n for n in ifaces if n != "lo"]
+    wanted = None if ports is None else set(ports)
+    listeners, exposed = [], []
+    for ip, port in listening_sockets():
+        if wanted is not None and port not in wanted:
+            continue
+        addr = ipaddress.ip_address(ip)
+        shown = f"[{ip}]:{port}" if addr.version == 6 else f"{ip}:{port}"
+        listeners.append(shown)
+        if addr.is_loopback:
+            continue
+        if not addr.is_unspecified or others:
+            exposed.append(shown)
+    return {"interfaces": ifaces, "listeners": sorted(set(listeners)), "exposed": sorted(set(exposed))}
+
+
+def interface_bytes() -> dict[str, dict[str, int]]:
+    """Bytes received/sent per interface of *this process'* network namespace (``/proc/net/dev``)."""
+    out = {}
+    for line in Path("/proc/net/dev").read_text().splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        out[name.strip()] = {"rx": int(fields[0]), "tx": int(fields[8])}
+    return out
