@@ -96,7 +96,9 @@ def atomic_write_csv(path: Path, df: pd.DataFrame) -> None:
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    """``20261122T014152.123456Z-1a2b3c``: sorts by start time (to the microsecond), never collides."""
+    now = datetime.now(timezone.utc)
+    return f"{now:%Y%m%dT%H%M%S}.{now.microsecond:06d}Z-{secrets.token_hex(3)}"
 
 
 def experiment_dir(experiment: str, profile: str, root: Path | None = None) -> Path:
