@@ -61,5 +61,5 @@ def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch
         assert len(runs) == 1 and (runs[0] / "table.csv").is_file() and (runs[0] / "notebook.ipynb").is_file()
     assert results.latest_run("exp_b", "cpu", pub).name == newest.name
     assert book.default_published_profile() == "cpu"
-    with pytest.raises(book.BookError, match="nothing to publish for profile 'paper'"):
+    with pytest.raises(book.BookError, match="nothing to publish for profile 'paper': run `repro run all"):
         book.publish("paper", results_dir=res)

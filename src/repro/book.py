@@ -41,6 +41,21 @@ def toc_files(root: Path) -> list[str]:
     return out
 
 
+def toc_experiments() -> list:
+    """The experiments whose notebooks are chapters of the book, in ``_toc.yml`` order."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("book sources (_toc.yml, book/) not found: build from a checkout of the repository")
+    by_notebook = {Path(s.notebook).stem: s for s in _params.experiments().values()}
+    out = []
+    for entry in toc_files(root):
+        if entry.startswith("notebooks/"):
+            if Path(entry).name not in by_notebook:
+                raise BookError(f"_toc.yml names {entry}, which belongs to no experiment in repro/profiles")
+            out.append((by_notebook[Path(entry).name], entry))
+    return [spec for spec, _ in out]
+
+
 def profiles_markdown() -> str:
     """The table of experiments, profiles and costs, generated from repro/profiles/*.yaml."""
     lines = ["| experiment | profile | cost | what it runs |", "|---|---|---|---|"]
@@ -63,14 +78,9 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Pat
         shutil.copy2(root / name, dest / name)
     shutil.copytree(root / "book", dest / "book")
     (dest / "book" / "_generated").mkdir(exist_ok=True)
-    by_notebook = {Path(s.notebook).stem: s for s in _params.experiments().values()}
     used, missing = {}, []
-    for entry in toc_files(root):
-        if not entry.startswith("notebooks/"):
-            continue
-        spec = by_notebook.get(Path(entry).name)
-        if spec is None:
-            raise BookError(f"_toc.yml names {entry}, which belongs to no experiment in repro/profiles")
+    for spec in toc_experiments():
+        entry = "notebooks/" + Path(spec.notebook).stem
         run = results.latest_run(spec.name, profile, results_dir, need="notebook.ipynb")
         if run is None:
             missing.append(spec.name)
@@ -107,8 +117,8 @@ def published_root() -> Path:
 
 
 def default_published_profile() -> str:
-    """The largest profile with published runs of every experiment."""
-    names = list(_params.experiments())
+    """The largest profile with a published run of every chapter in ``_toc.yml``."""
+    names = [spec.name for spec in toc_experiments()]
     for profile in PROFILE_ORDER:
         if all(results.latest_run(n, profile, published_root(), need="notebook.ipynb") for n in names):
             return profile
@@ -117,12 +127,15 @@ def default_published_profile() -> str:
 
 
 def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
-    """Copy the newest finished run of every experiment into ``published/<profile>/`` (same layout)."""
+    """Copy the newest finished run of each experiment into ``published/<profile>/`` (same layout).
+
+    Experiments without a run of that profile are left as they are (``repro book`` then says which
+    chapter has no published run)."""
     names = list(_params.experiments())
     runs = {n: results.latest_run(n, profile, results_dir, need="notebook.ipynb") for n in names}
-    missing = [n for n, r in runs.items() if r is None]
-    if missing:
-        raise BookError(f"nothing to publish for profile '{profile}' of: {', '.join(missing)}; run them first")
+    runs = {n: r for n, r in runs.items() if r is not None}
+    if not runs:
+        raise BookError(f"nothing to publish for profile '{profile}': run `repro run all --profile {profile}` first")
     out = []
     for name, run in runs.items():
         dest_dir = results.experiment_dir(name, profile, published_root())

@@ -54,8 +54,12 @@ def _cmd_book(args) -> int:
 def _cmd_publish(args) -> int:
     from . import book
 
-    for path in book.publish(args.profile):
+    published = book.publish(args.profile)
+    for path in published:
         print(f"[repro] published {path}")
+    missing = set(_params.experiments()) - {p.parent.name for p in published}
+    if missing:
+        print(f"[repro] no {args.profile} run to publish for: {', '.join(sorted(missing))}")
     return 0
 
 
