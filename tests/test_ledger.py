@@ -1,5 +1,7 @@
 """The claims ledger: verdict categories, validation, the generated front-page table, publishing."""
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
@@ -46,7 +48,9 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
 def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch):
     res, pub = tmp_path / "results", tmp_path / "published"
     monkeypatch.setattr(book, "published_root", lambda: pub)
-    monkeypatch.setattr(book._params, "experiments", lambda: {"exp_a": None, "exp_b": None})
+    fake = {n: SimpleNamespace(name=n, notebook=f"0{i}_{n}.ipynb") for i, n in enumerate(("exp_a", "exp_b"))}
+    monkeypatch.setattr(book._params, "experiments", lambda: fake)
+    monkeypatch.setattr(book, "toc_experiments", lambda: list(fake.values()))
     for name in ("exp_a", "exp_b"):
         for _ in range(2):
             run = results.Run(name, "cpu", {}, run_dir=results.create_run_dir(name, "cpu", res))
