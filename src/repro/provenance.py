@@ -101,5 +101,5 @@ def collect(experiment: str, profile: str, params: dict) -> dict:
         "git": git_commit(),
         "packages": package_versions(),
         "hardware": hardware(),
-        "command": " ".join(sys.argv),
+        "command": os.environ.get("REPRO_COMMAND") or " ".join(sys.argv),
     }

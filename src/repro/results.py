@@ -202,6 +202,8 @@ class Run:
         """Record the end time; rename the directory into place unless the runner owns it."""
         end = datetime.now(timezone.utc)
         self.record["finished_at"] = end.isoformat()
+        if not self.record["hardware"].get("gpus"):  # TensorFlow is loaded by now: ask it which GPUs it saw
+            self.record["hardware"]["gpus"] = provenance.gpus()
         start = datetime.fromisoformat(self.record["started_at"])
         self.record["duration_s"] = round((end - start).total_seconds(), 3)
         self.record["status"] = "complete"

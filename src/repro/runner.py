@@ -63,6 +63,7 @@ def execute(experiment: str, profile: str | None = None, overrides: dict | None 
     spec.resolve(profile, overrides)
     notebook = notebooks_dir() / spec.notebook
     run_dir = results.create_run_dir(experiment, profile, root)
+    os.environ["REPRO_COMMAND"] = " ".join(sys.argv)  # provenance: what started the run, not the kernel
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the kernel inherits it: no C++ info lines in the book
     if log_output:
         _stream_papermill_log()
