@@ -1,0 +1,222 @@
+"""The distributed benchmark (polishchuk2019 part B): arithmetic, verdict logic, and the methods on real clusters."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from repro import cluster, distributed
+from repro.params import ParameterError
+
+NETNS = cluster.netns_available()
+ISO = {"isolation": "auto", "allow_exposed": not NETNS}
+PROGRAMS = "repro.distributed_programs"
+
+
+# ------------------------------------------------------------------ arithmetic
+
+
+def test_images_per_second_is_tf_cnn_benchmarks_arithmetic():
+    # worker 0: 10 steps x 32 images in 2 s = 160 img/s; worker 1: 20 x 32 in 2 s = 320 img/s
+    r = distributed.images_per_second(32, [10, 20], [2.0, 2.0])
+    assert r["per_worker"] == [160.0, 320.0]
+    assert r["total"] == 480.0
+    assert r["mean"] == 240.0
+    assert r["stderr"] == pytest.approx(80.0)  # sd 113.137 (n-1) / sqrt(2)
+    one = distributed.images_per_second(16, [5], [0.5])
+    assert one["total"] == one["mean"] == 160.0 and math.isnan(one["stderr"])
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, [1], [1.0]), "batch_size must be an integer >= 1"),
+    ((8, [1, 2], [1.0]), "one step count and one duration per worker"),
+    ((8, [], []), "one step count and one duration per worker"),
+    ((8, [1], [0.0]), "durations > 0"),
+    ((8, [-1], [1.0]), "step counts must be >= 0"),
+])
+def test_images_per_second_rejects_bad_input(args, message):
+    with pytest.raises(ValueError, match=message):
+        distributed.images_per_second(*args)
+
+
+def _throughput(rows):
+    return pd.DataFrame(rows, columns=["method", "workers", "model", "total_images_per_sec"])
+
+
+def test_scaling_efficiency_and_ratios():
+    t = _throughput([("ring", 1, "m", 100.0), ("ring", 2, "m", 180.0), ("ring", 4, "m", 200.0),
+                     ("ps_sync", 1, "m", 100.0), ("ps_sync", 2, "m", 90.0),
+                     ("ps_async", 1, "m", 100.0), ("ps_async", 2, "m", 99.0)])
+    eff = distributed.scaling_efficiency(t).set_index(["method", "workers"])
+    assert eff.loc[("ring", 2), "ideal_images_per_sec"] == 200.0
+    assert eff.loc[("ring", 2), "efficiency"] == pytest.approx(0.9)
+    assert eff.loc[("ring", 4), "efficiency"] == pytest.approx(0.5)
+    assert eff.loc[("ps_sync", 2), "efficiency"] == pytest.approx(0.45)
+    r = distributed.ratios(t).set_index("workers")
+    assert r.loc[2, "ring_over_ps_sync"] == pytest.approx(2.0)
+    assert r.loc[2, "ps_async_over_ps_sync"] == pytest.approx(1.1)
+    assert math.isnan(r.loc[4, "ring_over_ps_sync"])
+
+
+def test_findings_verdicts():
+    t = _throughput([("ring", 1, "resnet50", 100.0), ("ring", 2, "resnet50", 190.0),
+                     ("ring", 1, "vgg16", 50.0), ("ring", 2, "vgg16", 45.0),
+                     ("ps_sync", 1, "resnet50", 100.0), ("ps_sync", 2, "resnet50", 100.0),
+                     ("ps_sync", 1, "vgg16", 50.0), ("ps_sync", 2, "vgg16", 25.0),
+                     ("ps_async", 1, "resnet50", 100.0), ("ps_async", 2, "resnet50", 105.0),
+                     ("ps_async", 1, "vgg16", 50.0), ("ps_async", 2, "vgg16", 26.0)])
+    p = {"workers": [1, 2], "threads_per_worker": 1, "same_tolerance": 0.1}
+    f = distributed.assess(t, distributed.scaling_efficiency(t), distributed.ratios(t), p, cores=2).set_index("finding")
+    assert f.loc["async_vs_sync", "verdict"] == "reproduced"  # 1.05 and 1.04
+    assert f.loc["ring_vs_ps", "verdict"].startswith("reproduced")  # 1.9 and 1.8
+    assert f.loc["horovod", "verdict"].startswith("not measured yet")
+    assert f.loc["ring_scaling", "verdict"] == "reproduced"  # resnet50 gains, vgg16 does not
+    assert f.loc["vgg_worst", "verdict"] == "reproduced"  # vgg16 0.45 < resnet50 0.95
+    assert f.loc["ps_efficiency", "verdict"] == "reproduced"
+    # more worker threads than cores: scaling claims are not testable
+    p4 = {**p, "workers": [1, 2], "threads_per_worker": 2}
+    f4 = distributed.assess(t, distributed.scaling_efficiency(t), distributed.ratios(t), p4, cores=2).set_index("finding")
+    assert f4.loc["ring_scaling", "verdict"].startswith("not testable here (2 workers x 2 thread(s) share 2 cores")
+    led = distributed.ledger_rows(f.reset_index(), pd.DataFrame(columns=["paper_model"]))
+    assert list(led.columns) == ["paper", "claim", "paper_value", "ours", "verdict", "evidence"] and len(led) == len(f)
+
+
+def test_table1_verdicts_against_the_printed_values():
+    row = {"paper_params_m": 138.0, "paper_gflops": 30.9, "ours_params_m": 138.36, "ours_gflops": 30.94}
+    assert distributed.table1_verdict("vgg16", row) == "reproduced"
+    row = {"paper_params_m": 25.0, "paper_gflops": 10.0, "ours_params_m": 25.64, "ours_gflops": 7.73}
+    assert distributed.table1_verdict("resnet50", row) == "differs (GFLOPs 7.73 vs 10)"
+    assert distributed.table1_verdict("inception_v3", {**row, "ours_params_m": 23.9}).startswith("not comparable")
+    assert distributed.table1_verdict("vgg19", {**row, "ours_params_m": float("nan")}).startswith("not measured yet")
+    assert distributed.table1_verdict("resnet152", row).startswith("not comparable")
+
+
+def test_flops_by_layer_arithmetic_of_a_small_cnn():
+    from repro.models import small_cnn
+
+    model = small_cnn((28, 28, 1), 10)
+    # conv 3x3x1->16 on 26x26, conv 3x3x16->32 on 11x11, dense 800->10 (multiply-accumulates x 2)
+    macs = 26 * 26 * 16 * 9 * 1 + 11 * 11 * 32 * 9 * 16 + 5 * 5 * 32 * 10
+    assert distributed.conv_dense_flops(model) == 2 * macs == 1_325_824
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"models": ["alexnet"]}, "parameter 'models': expected"),
+    ({"methods": ["horovod"]}, "parameter 'methods': expected"),
+    ({"workers": [0]}, "parameter 'workers': expected a non-empty list of integers (>= 1"),
+    ({"models": ["inception_v3"], "image_size": 32}, "model inception_v3 needs images of at least 75 px, got 32"),
+])
+def test_bad_input_is_a_one_line_error_before_any_run(overrides, message, results_root):
+    with pytest.raises(ParameterError) as err:
+        distributed.run("smoke", overrides)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert not results_root.exists() or not any(results_root.rglob("*"))
+
+
+# ------------------------------------------------------------------ the methods on real clusters
+
+
+@pytest.mark.slow
+def test_sync_ps_applies_one_averaged_update_per_step(tmp_path):
+    """Two gradients summed on the PS, barrier, ONE update with their average (not two updates)."""
+    # linear model y = x.w, loss (x.w - y)^2, w0 = (1, 2), learning rate 0.1
+    # closure A: x=(1,0), y=0 -> prediction 1, gradient 2*1*(1,0) = (2, 0)
+    # closure B: x=(0,1), y=0 -> prediction 2, gradient 2*2*(0,1) = (0, 4)
+    # sync: w1 = w0 - 0.1 * mean = (1, 2) - 0.1 * (1, 2) = (0.9, 1.8)
+    # (two updates one after the other, or the sum, would give (0.8, 1.6))
+    res = cluster.run_cluster(f"{PROGRAMS}:sync_probe", workers=2, ps=1, timeout=120, ready_timeout=120,
+                              kwargs={"batches": [[[[1.0, 0.0]], [0.0]], [[[0.0, 1.0]], [0.0]]],
+                                      "initial_weights": [1.0, 2.0], "learning_rate": 0.1},
+                              run_dir=tmp_path / "run", **ISO)
+    out = res.results["chief:0"]
+    assert out["before"] == [1.0, 2.0]
+    assert out["after"] == pytest.approx([0.9, 1.8], abs=1e-6)
+    assert out["updates"] == 1 and out["scheduled"] == 2 and sum(out["counts"]) == 2
+    assert cluster.leftover_processes(res.run_dir) == []
+
+
+@pytest.mark.slow
+def test_ring_all_reduce_keeps_replicas_identical(tmp_path):
+    """Two MWMS workers on different data: after 3 steps both hold exactly the same (changed) weights."""
+    res = cluster.run_cluster(f"{PROGRAMS}:ring", workers=2, ps=0, chief=False, program_roles=("worker",),
+                              kwargs={"models": [{"name": "tiny", "image_size": 16}], "batch_size": 4,
+                                      "warmup_steps": 1, "steps": 2, "learning_rate": 0.1, "num_classes": 4,
+                                      "seed": 0},
+                              env={"TF_NUM_INTRAOP_THREADS": "1"},
+                              timeout=120, ready_timeout=120, run_dir=tmp_path / "run", **ISO)
+    w0, w1 = (res.results[f"worker:{i}"]["models"][0] for i in range(2))
+    assert w0["steps"] == w1["steps"] == 2 and w0["warmup_steps"] == 1
+    assert w0["weights_sha256"] == w1["weights_sha256"]
+    assert w0["initial_weights_sha256"] == w1["initial_weights_sha256"] != w0["weights_sha256"]
+    assert cluster.leftover_processes(res.run_dir) == []
+
+
+# ------------------------------------------------------------------ the chapter's smoke run
+
+
+@pytest.mark.slow
+def test_smoke_notebook_results(smoke_runs):
+    run_dir = smoke_runs["distributed"]
+    t = pd.read_csv(run_dir / "throughput.csv")
+    assert set(t["method"]) == {"ring", "ps_async", "ps_sync"} and set(t["workers"]) == {1, 2}
+    assert len(t) == 6 and (t["model"] == "tiny").all()
+    # exact step counts: every worker did `steps` timed steps (ring, sync PS: one per worker per step)
+    steps = 30
+    assert (t["steps_total"] == t["workers"] * steps).all()
+    sync = t[t["method"] == "ps_sync"]
+    assert (sync["updates"] == steps).all()  # one aggregated update per step
+    assert (t.loc[t["method"] == "ps_async", "updates"] == t.loc[t["method"] == "ps_async", "steps_total"]).all()
+    assert t.loc[t["method"] == "ring", "replicas_identical"].astype(str).eq("True").all()
+    assert t["total_images_per_sec"].between(1, 1e6).all()
+    w = pd.read_csv(run_dir / "per_worker.csv")
+    assert len(w) == 9  # 3 methods x (1 + 2) workers
+    led = pd.read_csv(run_dir / "ledger.csv")
+    # the tiny smoke model is not a paper model: every throughput finding is "not measured yet" on smoke
+    findings = led[~led["claim"].str.startswith("Table 1")].set_index("claim")
+    fault_claim = "async PS is more fault tolerant than all-reduce (a worker killed mid-run)"
+    assert len(findings) == 7
+    assert findings.drop(index=fault_claim)["verdict"].str.startswith("not measured yet").all()
+    # a worker killed mid-run: async PS finishes every scheduled step, ring all-reduce stops; no orphans
+    assert findings.loc[fault_claim, "verdict"] == "reproduced"
+    faults = pd.read_csv(run_dir / "faults.csv").set_index("method")
+    assert faults.loc["ps_async", "outcome"] == "finished with the remaining worker"
+    assert faults.loc["ps_async", "completed"] == faults.loc["ps_async", "scheduled"] == 2 * steps
+    assert faults.loc["ring", "outcome"] == "stopped with an error"
+    assert "worker:1 was killed by SIGKILL" in faults.loc["ring", "error"]
+    assert (faults["orphans"] == 0).all()
+    # Table 1 audit at the paper's input sizes: Keras parameter counts, FLOPs by layer arithmetic
+    t1 = pd.read_csv(run_dir / "table1.csv").set_index("model")
+    assert t1.loc["vgg16", "ours_params_m"] == pytest.approx(138.357544)
+    assert t1.loc["resnet50", "ours_params_m"] == pytest.approx(25.636712)
+    assert t1.loc["vgg16", "ours_gflops"] == pytest.approx(30.94, abs=0.01)  # 15.47 G multiply-accumulates
+    assert t1.loc["vgg16", "verdict"] == t1.loc["vgg19", "verdict"] == "reproduced"
+    assert t1.loc["resnet50", "verdict"].startswith("differs (GFLOPs 7.72 vs 10")
+    assert t1.loc["inception_v3", "verdict"].startswith("not comparable")
+    assert (run_dir / "scaling.csv").is_file() and (run_dir / "ratios.csv").is_file()
+
+
+def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
+    from repro import cli
+
+    f = tmp_path / "nodes.txt"
+    f.write_text("ps node1:2222\nworker node2:2222\n")
+    assert cli.main(["cluster", "check", str(f)]) == 0
+    assert capsys.readouterr().out.split() == ["0", "ps:0", "node1:2222", "1", "worker:0", "node2:2222"]
+    assert cli.main(["cluster", "check", str(tmp_path / "missing.txt")]) == 2
+    assert capsys.readouterr().err.startswith("repro: error: cannot read cluster file")
+
+
+@pytest.mark.slow
+def test_killed_worker_async_ps_finishes_and_ring_stops_without_orphans(tmp_path):
+    from repro import params
+
+    p = {**params.spec("distributed").resolve("smoke"), "steps": 10}
+    faults = distributed.fault_runs(p, tmp_path).set_index("method")
+    assert faults.loc["ps_async", "outcome"] == "finished with the remaining worker"
+    assert faults.loc["ps_async", "completed"] == faults.loc["ps_async", "scheduled"] == 20 and faults.loc["ps_async", "lost"] == 0
+    assert faults.loc["ring", "outcome"] == "stopped with an error"
+    assert faults.loc["ring", "error"] == "worker:1 was killed by SIGKILL while running the program"
+    assert (faults["orphans"] == 0).all()
+    assert distributed.fault_finding(faults.reset_index())["verdict"] == "reproduced"
