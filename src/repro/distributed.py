@@ -397,8 +397,11 @@ def assess(throughput: pd.DataFrame, scaling: pd.DataFrame, ratio: pd.DataFrame,
     ratio = ratio[ratio["model"].isin(paper_models)]
     nmax = max(p["workers"])
     threads = max(p["threads_per_worker"], 1)
-    shared = nmax * threads > cores
-    share_note = f"{nmax} workers x {threads} thread(s) share {cores} cores"
+    # Scaling needs a spare core per added worker. N x threads == cores is not enough: TensorFlow's
+    # inter-op pool lets one worker already use more than its intra-op threads, and the PS / chief
+    # processes need processor time too (measured here: 2 workers on 2 cores gave no gain at all).
+    shared = nmax * threads >= cores
+    share_note = f"{nmax} workers x {threads} thread(s) plus the PS/chief processes share {cores} cores"
     at_max = ratio[ratio["workers"] == nmax]
     rows = []
 
