@@ -364,7 +364,7 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
         run.write_csv(name, df)
     run.write_csv("ledger", ledger_rows(findings, audit))
     summary_json = {"cores": cores, "max_workers": max(p["workers"]),
-                    "workers_share_cores": max(p["workers"]) * max(p["threads_per_worker"], 1) > cores}
+                    "workers_share_cores": workers_share_cores(p, cores)}
     run.write_json("summary", summary_json)
     final = run.finish()
     return Result(final, p, run.record, {"throughput": throughput, "per_worker": workers_df, "scaling": scaling,
@@ -373,6 +373,16 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
 
 
 # ----------------------------------------------------------------------------- verdicts
+
+
+def workers_share_cores(p: dict, cores: int) -> bool:
+    """True when the largest worker count has no spare core per worker, so scaling cannot show.
+
+    N x threads == cores is not enough: TensorFlow's inter-op pool lets one worker use more than its
+    intra-op threads, and the PS / chief processes need processor time too (measured here: 2 workers
+    on 2 cores gained nothing over 1).
+    """
+    return max(p["workers"]) * max(p["threads_per_worker"], 1) >= cores
 
 
 def assess(throughput: pd.DataFrame, scaling: pd.DataFrame, ratio: pd.DataFrame, p: dict, cores: int,
@@ -397,10 +407,7 @@ def assess(throughput: pd.DataFrame, scaling: pd.DataFrame, ratio: pd.DataFrame,
     ratio = ratio[ratio["model"].isin(paper_models)]
     nmax = max(p["workers"])
     threads = max(p["threads_per_worker"], 1)
-    # Scaling needs a spare core per added worker. N x threads == cores is not enough: TensorFlow's
-    # inter-op pool lets one worker already use more than its intra-op threads, and the PS / chief
-    # processes need processor time too (measured here: 2 workers on 2 cores gave no gain at all).
-    shared = nmax * threads >= cores
+    shared = workers_share_cores(p, cores)
     share_note = f"{nmax} workers x {threads} thread(s) plus the PS/chief processes share {cores} cores"
     at_max = ratio[ratio["workers"] == nmax]
     rows = []
@@ -547,8 +554,8 @@ def glue_numbers(result: Result) -> None:
     glue("dist_steps", p["steps"])
     glue("dist_warmup", p["warmup_steps"])
     glue("dist_cores", result.summary["cores"])
-    glue("dist_share", "share the cores (more worker threads than cores)" if result.summary["workers_share_cores"]
-         else "each have their own cores")
+    glue("dist_share", "share them with each other and with the PS/chief processes (no spare core per added worker)"
+         if result.summary["workers_share_cores"] else "each have cores of their own")
     glue("dist_paper_batch", int(paper.value(PAPER, "bench_batch_size")))
     glue("dist_paper_steps", int(paper.value(PAPER, "bench_iterations")))
     nmax = max(p["workers"])
