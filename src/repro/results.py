@@ -21,18 +21,15 @@ import io
 import json
 import os
 import secrets
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from . import provenance
+from . import atomic, provenance
 
 INCOMPLETE = ".incomplete-"
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 FAILED = ".failed-"
 
 
@@ -54,25 +51,8 @@ def results_root() -> Path:
     return (root / "results") if root else Path.cwd() / "results"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+atomic_write_bytes = atomic.write_bytes
+atomic_write_text = atomic.write_text
 
 
 def _json_default(obj: Any):

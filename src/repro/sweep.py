@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from . import atomic
+
 THREAD_ENV = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 SAMPLE_COLUMNS = [
@@ -358,9 +360,7 @@ def _child_main(task_path: str, result_path: str) -> int:
     else:
         raise SystemExit(f"unknown task kind {task['kind']!r}")
     out["entered_at"] = entered_at
-    tmp = Path(result_path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, default=float))
-    os.replace(tmp, result_path)
+    atomic.write_json(result_path, out, default=float, indent=None)
     return 0
 
 

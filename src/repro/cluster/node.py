@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import atomic
 from .spec import ClusterSpec, Task, from_tf_config
 
 
@@ -105,11 +106,7 @@ def run_program(target: str) -> None:
     run_dir = os.environ.get("REPRO_CLUSTER_DIR")
     if run_dir:
         _, task = from_tf_config()
-        out = Path(run_dir) / "results" / f"{task.slug}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"value": value, "seconds": elapsed}, default=str))
-        os.replace(tmp, out)
+        atomic.write_json(Path(run_dir) / "results" / f"{task.slug}.json", {"value": value, "seconds": elapsed})
 
 
 def _wait_address(timeout: float = 30.0) -> None:

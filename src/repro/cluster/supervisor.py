@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import atomic
 from .spec import ClusterError, ClusterSpec, Task, check_ports_free, exposure_report, free_ports, \
     interface_bytes, make_spec, parse_cluster_mapping
 
@@ -67,10 +68,7 @@ def describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
+_write_json = atomic.write_json
 
 
 class Supervisor:
