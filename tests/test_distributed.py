@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from repro import cluster, distributed
+from repro.distributed_programs import horovod_available
 from repro.params import ParameterError
 
 NETNS = cluster.netns_available()
@@ -71,7 +72,17 @@ def test_findings_verdicts():
     f = distributed.assess(t, distributed.scaling_efficiency(t), distributed.ratios(t), p, cores=4).set_index("finding")
     assert f.loc["async_vs_sync", "verdict"] == "reproduced"  # 1.05 and 1.04
     assert f.loc["ring_vs_ps", "verdict"].startswith("reproduced")  # 1.9 and 1.8
-    assert f.loc["horovod", "verdict"].startswith("not measured yet")
+    assert f.loc["horovod", "verdict"].startswith("not measured yet")  # no horovod rows
+    # Horovod rows: 2 workers, resnet50 190/100 = 1.9 (within 1.5-2.5), vgg16 30/25 = 1.2 (outside)
+    th = pd.concat([t, _throughput([("horovod", 2, "resnet50", 190.0), ("horovod", 2, "vgg16", 30.0)])])
+    fh = distributed.assess(th, distributed.scaling_efficiency(th), distributed.ratios(th), p, cores=4).set_index("finding")
+    assert fh.loc["horovod", "verdict"] == "differs (Horovod/PS 1.20-1.90)"
+    assert fh.loc["horovod", "ours"] == "Horovod / sync PS at 2 workers: resnet50: 1.90, vgg16: 1.20"
+    th2 = pd.concat([t, _throughput([("horovod", 2, "resnet50", 190.0), ("horovod", 2, "vgg16", 45.0)])])
+    fh2 = distributed.assess(th2, distributed.scaling_efficiency(th2), distributed.ratios(th2), p, cores=4).set_index("finding")
+    assert fh2.loc["horovod", "verdict"] == "reproduced"  # 1.9 and 1.8
+    fh3 = distributed.assess(th2, distributed.scaling_efficiency(th2), distributed.ratios(th2), p, cores=2).set_index("finding")
+    assert fh3.loc["horovod", "verdict"].startswith("reproduced (workers share cores: 2 workers x 1 thread(s)")
     assert f.loc["ring_scaling", "verdict"] == "reproduced"  # resnet50 gains, vgg16 does not
     assert f.loc["vgg_worst", "verdict"] == "reproduced"  # vgg16 0.45 < resnet50 0.95
     assert f.loc["ps_efficiency", "verdict"] == "reproduced"
@@ -107,7 +118,7 @@ def test_flops_by_layer_arithmetic_of_a_small_cnn():
 
 @pytest.mark.parametrize("overrides, message", [
     ({"models": ["alexnet"]}, "parameter 'models': expected"),
-    ({"methods": ["horovod"]}, "parameter 'methods': expected"),
+    ({"methods": ["mpi"]}, "parameter 'methods': expected"),
     ({"workers": [0]}, "parameter 'workers': expected a non-empty list of integers (>= 1"),
     ({"models": ["inception_v3"], "image_size": 32}, "model inception_v3 needs images of at least 75 px, got 32"),
 ])
@@ -141,19 +152,35 @@ def test_sync_ps_applies_one_averaged_update_per_step(tmp_path):
 
 
 @pytest.mark.slow
-def test_ring_all_reduce_keeps_replicas_identical(tmp_path):
-    """Two MWMS workers on different data: after 3 steps both hold exactly the same (changed) weights."""
-    res = cluster.run_cluster(f"{PROGRAMS}:ring", workers=2, ps=0, chief=False, program_roles=("worker",),
+@pytest.mark.parametrize("program", ["ring", "horovod"])
+def test_all_reduce_keeps_replicas_identical(program, tmp_path):
+    """Two workers on different data (MWMS ring; Horovod over Gloo): identical start and identical end."""
+    if program == "horovod" and not horovod_available():
+        pytest.fail(f"horovod is not installed: {distributed.HOROVOD_INSTALL} (.ci/run installs it)")
+    res = cluster.run_cluster(f"{PROGRAMS}:{program}", workers=2, ps=0, chief=False, program_roles=("worker",),
                               kwargs={"models": [{"name": "tiny", "image_size": 16}], "batch_size": 4,
                                       "warmup_steps": 1, "steps": 2, "learning_rate": 0.1, "num_classes": 4,
                                       "seed": 0},
                               env={"TF_NUM_INTRAOP_THREADS": "1"},
                               timeout=120, ready_timeout=120, run_dir=tmp_path / "run", **ISO)
     w0, w1 = (res.results[f"worker:{i}"]["models"][0] for i in range(2))
+    assert res.results["worker:0"]["workers"] == 2
     assert w0["steps"] == w1["steps"] == 2 and w0["warmup_steps"] == 1
+    assert w0["last_loss"] != w1["last_loss"]  # each worker its own batch
     assert w0["weights_sha256"] == w1["weights_sha256"]
     assert w0["initial_weights_sha256"] == w1["initial_weights_sha256"] != w0["weights_sha256"]
+    assert res.isolation == ("netns" if NETNS else "none")
     assert cluster.leftover_processes(res.run_dir) == []
+
+
+def test_horovod_missing_is_a_one_line_error(monkeypatch, results_root):
+    import repro.distributed_programs as dp
+
+    monkeypatch.setattr(dp, "horovod_available", lambda: False)
+    with pytest.raises(ParameterError) as err:
+        distributed.run("smoke")
+    assert str(err.value).startswith("parameter 'methods': horovod is not installed here; install it with tools/install_horovod.sh")
+    assert not results_root.exists() or not any(results_root.rglob("*"))
 
 
 # ------------------------------------------------------------------ the chapter's smoke run
@@ -163,18 +190,18 @@ def test_ring_all_reduce_keeps_replicas_identical(tmp_path):
 def test_smoke_notebook_results(smoke_runs):
     run_dir = smoke_runs["distributed"]
     t = pd.read_csv(run_dir / "throughput.csv")
-    assert set(t["method"]) == {"ring", "ps_async", "ps_sync"} and set(t["workers"]) == {1, 2}
-    assert len(t) == 6 and (t["model"] == "tiny").all()
+    assert set(t["method"]) == {"ring", "ps_async", "ps_sync", "horovod"} and set(t["workers"]) == {1, 2}
+    assert len(t) == 8 and (t["model"] == "tiny").all()
     # exact step counts: every worker did `steps` timed steps (ring, sync PS: one per worker per step)
     steps = 30
     assert (t["steps_total"] == t["workers"] * steps).all()
     sync = t[t["method"] == "ps_sync"]
     assert (sync["updates"] == steps).all()  # one aggregated update per step
     assert (t.loc[t["method"] == "ps_async", "updates"] == t.loc[t["method"] == "ps_async", "steps_total"]).all()
-    assert t.loc[t["method"] == "ring", "replicas_identical"].astype(str).eq("True").all()
+    assert t.loc[t["method"].isin(["ring", "horovod"]), "replicas_identical"].astype(str).eq("True").all()
     assert t["total_images_per_sec"].between(1, 1e6).all()
     w = pd.read_csv(run_dir / "per_worker.csv")
-    assert len(w) == 9  # 3 methods x (1 + 2) workers
+    assert len(w) == 12  # 4 methods x (1 + 2) workers
     led = pd.read_csv(run_dir / "ledger.csv")
     # the tiny smoke model is not a paper model: every throughput finding is "not measured yet" on smoke
     findings = led[~led["claim"].str.startswith("Table 1")].set_index("claim")

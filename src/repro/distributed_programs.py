@@ -15,6 +15,11 @@ Each public function here runs inside a process of a local (or real) cluster sta
     (``assign_add``), ``coordinator.join()`` is the barrier, then ONE update with the average is
     applied on the PS and the accumulators are zeroed.
 
+* :func:`horovod` -- every worker runs it: Horovod (Gloo controller and CPU operations, no MPI)
+  with ``hvd.DistributedGradientTape``; worker 0 hosts Horovod's own rendezvous server (the one
+  ``horovodrun`` would start) inside the cluster's private network namespace, so neither it
+  nor Gloo is reachable from outside. Each worker is its own Horovod "host" (rank = worker
+  index, local size 1), which is what the emulated network makes them.
 * :func:`sync_probe` -- one synchronous step of a tiny linear model on given data (the test of
   "one aggregated update per step").
 
@@ -133,6 +138,116 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
                     "warmup_steps": done, "steps": timed, "seconds": seconds, "last_loss": last_loss,
                     "parameters": int(net.count_params()), **_weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
+    return {"task": ctx.task.name, "workers": n, "models": out}
+
+
+# ----------------------------------------------------------------------------- Horovod
+
+
+def horovod_available() -> bool:
+    """Whether ``horovod.tensorflow`` imports here (installed by ``tools/install_horovod.sh``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("horovod.tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _horovod_init(ctx, timeout: float = 60.0):
+    """Rendezvous (worker 0 serves it) and ``hvd.init()`` with the environment horovodrun would set."""
+    import json
+    import os
+
+    from . import atomic
+
+    n = ctx.spec.count("worker")
+    rank = ctx.task.index
+    hosts = [next(t.host for t in ctx.spec.tasks if t.name == f"worker:{i}") for i in range(n)]
+    # one machine (loopback): one host with n slots, as horovodrun -np n; emulated network: every
+    # worker its own host (its own address, local size 1); Gloo resolves the host names
+    one_host = len(set(hosts)) == 1
+    names = ["localhost"] * n if one_host else hosts
+    port_file = ctx.run_dir / "horovod-rendezvous.json"
+    server = None
+    if rank == 0:
+        from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
+        from horovod.runner.http.http_server import RendezvousServer
+
+        plan = f"localhost:{n}" if one_host else ",".join(f"{h}:1" for h in hosts)
+        server = RendezvousServer(verbose=0)
+        port = server.start()
+        server.init(get_host_assignments(parse_hosts(plan), n))
+        atomic.write_json(port_file, {"port": port})
+    deadline = time.monotonic() + timeout
+    while not port_file.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"horovod: no rendezvous port from worker 0 within {timeout:g} s")
+        time.sleep(0.05)
+    port = json.loads(port_file.read_text())["port"]
+    iface = "lo" if one_host else "eth0"
+    os.environ.update({
+        "HOROVOD_GLOO_RENDEZVOUS_ADDR": hosts[0], "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
+        "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo", "HOROVOD_GLOO_IFACE": iface,
+        "HOROVOD_HOSTNAME": names[rank], "HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(n),
+        "HOROVOD_LOCAL_RANK": str(rank if one_host else 0), "HOROVOD_LOCAL_SIZE": str(n if one_host else 1),
+        "HOROVOD_CROSS_RANK": str(0 if one_host else rank), "HOROVOD_CROSS_SIZE": str(1 if one_host else n)})
+    import horovod.tensorflow as hvd
+
+    print(f"[horovod] rank {rank}/{n}: rendezvous {hosts[0]}:{port}, Gloo on {iface}", flush=True)
+    hvd.init()
+    if hvd.size() != n or hvd.rank() != rank:
+        raise RuntimeError(f"horovod: rank {hvd.rank()} of {hvd.size()}, expected {rank} of {n}")
+    return hvd, server
+
+
+def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, learning_rate: float,
+            num_classes: int, seed: int) -> dict:
+    """Every worker: Horovod ring all-reduce training on its own synthetic batch, like :func:`ring`."""
+    import keras
+    import tensorflow as tf
+
+    ctx = context()
+    hvd, server = _horovod_init(ctx)
+    n, rank = hvd.size(), hvd.rank()
+    out = []
+    for m in models:
+        keras.utils.set_random_seed(seed)
+        net = build_model(m["name"], m["image_size"], num_classes)
+        opt = keras.optimizers.SGD(learning_rate=learning_rate)
+        opt.build(net.trainable_variables)
+        # Horovod's TF ops need tf.Variables: Keras 3 wraps them (KerasVariable.value)
+        tvars = [v.value for v in net.trainable_variables]
+        hvd.broadcast_variables(tvars, root_rank=0)  # every replica starts from worker 0's weights
+        initial = _weights_digest(net)
+        x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                pred = net(x, training=True)
+                loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, pred))
+            tape = hvd.DistributedGradientTape(tape)  # averages the gradients over the ring
+            grads = tape.gradient(loss, tvars)
+            opt.apply_gradients(zip(grads, net.trainable_variables))
+            return loss
+
+        for _ in range(warmup_steps):
+            step().numpy()
+        t0 = time.perf_counter()
+        loss = None
+        for _ in range(steps):
+            loss = step()
+        last_loss = float(loss.numpy()) if loss is not None else float("nan")
+        seconds = time.perf_counter() - t0
+        out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
+                    "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
+                    "parameters": int(net.count_params()), **_weights_digest(net),
+                    "initial_weights_sha256": initial["weights_sha256"]})
+    hvd.join()
+    hvd.shutdown()
+    if server is not None:
+        server.stop()
     return {"task": ctx.task.name, "workers": n, "models": out}
 
 
