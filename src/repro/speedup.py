@@ -82,10 +82,6 @@ class EstimateError(ValueError):
     """Bad input to the estimator (one-line message)."""
 
 
-class MeasurementNotImplemented(NotImplementedError):
-    """``measure=true``: measuring needs the cluster runtime, which does not exist yet."""
-
-
 # --- the equations (thesis chapter 4), vectorised over the number of workers n -----------------
 
 
@@ -449,7 +445,10 @@ def parameter_table(input_size: int, num_classes: int, networks=NETWORKS) -> pd.
 LEDGER_VERDICTS = {
     "pass": "reproduced",
     "fail": "differs (the thesis' own equations and Table 6.1 say otherwise)",
-    "needs measurement": "not measured yet (needs the distributed runs of the cluster runtime)",
+    "needs measurement": "not measured yet (measure=false in this profile)",
+    "pass (measured here)": "reproduced",
+    "fail (measured here)": "differs (our measured runs, see the chapter)",
+    "not comparable": "not comparable (the thesis' GPUs at 224 px; our runs: CPU, small inputs)",
 }
 
 
@@ -464,10 +463,10 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     """Predictions for the thesis' four networks, the claims table and parameter counts."""
     p, profile, open_run = start(EXPERIMENT, profile, overrides, run_dir)
     if p["measure"]:
-        raise MeasurementNotImplemented(
-            "measure=true: measuring t_grad/t_comm and distributed runs needs the cluster runtime (issue 6), "
-            "which is not implemented yet; use measure=false for the thesis' predictions"
-        )
+        from . import cluster, speedup_measure
+
+        speedup_measure.check(p)
+        cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
     run = open_run()
     run.note("inputs", "t_grad and t_comm of thesis Table 6.1 (repro/paperdata/reported.csv); no dataset is used")
     table = table_6_1(p["networks"])
@@ -489,11 +488,71 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
         params_df = parameter_table(p["input_size"], p["num_classes"], p["networks"])
         run.write_csv("parameters", params_df)
         tables["parameters"] = params_df
-    run.note("measurements", "not run: t_grad/t_comm over gRPC and distributed runs need the cluster runtime (issue 6)")
+    if p["measure"]:
+        measured = _measure(run, p, tables)
+        claims_df = apply_measured_claims(claims_df, measured)
+        tables["claims"] = claims_df
+        run.write_csv("claims", claims_df)
+        run.write_csv("ledger", ledger_rows(claims_df))
+    else:
+        run.note("measurements", "not run (measure=false): the thesis' predictions only")
     summary = summarise(grid, claims_df, p)
+    if p["measure"]:
+        summary["measured"] = _measured_summary(tables)
     run.write_json("summary", summary)
     final = run.finish()
     return Result(final, p, run.record, tables, summary)
+
+
+def _measure(run, p: dict, tables: dict) -> dict:
+    """Probes, distributed runs and both models' predictions (repro.speedup_measure); tables added in place."""
+    import os
+
+    from . import speedup_measure as sm
+
+    cores = os.cpu_count() or 1
+    run.note("cores", cores)
+    run.note("measurement", f"networks {p['measure_networks']} at {p['measure_image_size']} px, batch "
+             f"{p['measure_batch']}, D = {p['measure_batches']}, synthetic data; runs on link {p['train_link']}")
+    run.add_dataset({"name": "synthetic", "source": "tf.random.stateless_uniform, one fixed batch per worker",
+                     "stand_in_for": "Caltech256 at 224x224 (the thesis)", "shape": [p["measure_image_size"],
+                                                                                    p["measure_image_size"], 3],
+                     "classes": p["measure_classes"], "n_train": p["measure_batch"], "n_test": 0})
+    base = run.dir / "clusters"
+    probes = sm.probes(p, base)
+    measured = sm.runs(p, base)
+    cmp = sm.compare(measured, probes, p, cores)
+    errs, picks, sem = sm.errors(cmp), sm.choices(cmp), sm.semaphore_effect(cmp, p["measure_batches"])
+    for name, df in (("probes", probes), ("runs", measured), ("measured_vs_predicted", cmp), ("errors", errs),
+                     ("choices", picks), ("semaphore_effect", sem)):
+        run.write_csv(name, df)
+        tables[name] = df
+    return sm.measured_claims(cmp)
+
+
+def apply_measured_claims(claims_df: pd.DataFrame, measured: dict) -> pd.DataFrame:
+    """Claims about the thesis' measurements: our verdict where our runs test them, else 'not comparable'."""
+    out = claims_df.copy()
+    for i, r in out.iterrows():
+        if r["verdict"] != "needs measurement":
+            continue
+        if r["id"] in measured:
+            ours, ok = measured[r["id"]]
+            out.at[i, "ours"] = ours
+            out.at[i, "verdict"] = "pass (measured here)" if ok else "fail (measured here)"
+        else:
+            out.at[i, "verdict"] = "not comparable"
+    return out
+
+
+def _measured_summary(tables: dict) -> dict:
+    errs = tables["errors"].set_index(["network", "mode", "server"])
+    total = errs.loc[("all", "all", "all")]
+    picks = tables["choices"]
+    return {"mape_thesis": float(total["mape_thesis"]), "mape_extended": float(total["mape_extended"]),
+            "configurations": int(total["configurations"]),
+            "picks_right_thesis": int(picks["thesis_right"].sum()),
+            "picks_right_extended": int(picks["extended_right"].sum()), "picks_total": int(len(picks))}
 
 
 def summarise(grid: pd.DataFrame, claims: pd.DataFrame, p: dict) -> dict:
@@ -503,6 +562,9 @@ def summarise(grid: pd.DataFrame, claims: pd.DataFrame, p: dict) -> dict:
            "claims_pass": int((claims["verdict"] == "pass").sum()),
            "claims_fail": int((claims["verdict"] == "fail").sum()),
            "claims_need_measurement": int((claims["verdict"] == "needs measurement").sum()),
+           "claims_measured_pass": int((claims["verdict"] == "pass (measured here)").sum()),
+           "claims_measured_fail": int((claims["verdict"] == "fail (measured here)").sum()),
+           "claims_not_comparable": int((claims["verdict"] == "not comparable").sum()),
            "batches": p["batches"], "best": {}}
     for net, sub in thesis.groupby("network", sort=False):
         best = sub.loc[sub["speedup"].idxmax()]
@@ -600,6 +662,26 @@ def glue_numbers(result: Result) -> None:
         glue("sp_sem_distributed", sem["distributed"])
     if "vgg16e_max_parallel_speedup" in s:
         glue("sp_vgg_max", s["vgg16e_max_parallel_speedup"])
+    glue("sp_claims_measured_pass", s["claims_measured_pass"])
+    glue("sp_claims_measured_fail", s["claims_measured_fail"])
+    glue("sp_claims_not_comparable", s["claims_not_comparable"])
+    if "measured" in s:
+        m, p = s["measured"], result.params
+        glue("sp_mape_thesis", m["mape_thesis"])
+        glue("sp_mape_extended", m["mape_extended"])
+        glue("sp_configs", m["configurations"])
+        glue("sp_picks_thesis", m["picks_right_thesis"])
+        glue("sp_picks_extended", m["picks_right_extended"])
+        glue("sp_picks_total", m["picks_total"])
+        glue("sp_train_link", "an emulated " + p["train_link"].replace("gbit", " Gb/s").replace("mbit", " Mb/s")
+             + " network" if p["train_link"] != "loopback" else "loopback")
+        glue("sp_measure_networks", ", ".join(p["measure_networks"]))
+        glue("sp_measure_shape", f"{p['measure_image_size']}x{p['measure_image_size']} px, batch {p['measure_batch']}, "
+             f"D = {p['measure_batches']}, N = {', '.join(map(str, p['measure_workers']))}")
+        sem = result["semaphore_effect"]
+        glue("sp_sem_closer", int(sem["closer_to_best"].sum()) if len(sem) else 0)
+        glue("sp_sem_total", int(len(sem)))
+        glue("sp_sem_ratio_median", float(sem["semaphore_over_plain"].median()) if len(sem) else float("nan"))
     rep = result["reported_vs_predicted"]
     if not rep.empty:
         glue("sp_err_min", float(rep["equations_error"].abs().min()))

@@ -109,18 +109,25 @@ def _task_of(device: str) -> int:
 # ----------------------------------------------------------------------------- probe
 
 
-def probe(network: str, image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
+def probe(networks: list[str], image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
           warmup: int, seed: int) -> dict:
     """t_grad per batch size, t_comm (pull, push) and the 4-byte call latency between ps:0 and worker:0."""
-    import keras
-    import numpy as np
     import tensorflow as tf
 
     ctx = context()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     tf.config.experimental_connect_to_cluster(resolver.cluster_spec(), job_name=ctx.task.role,
                                               task_index=ctx.task.index)
-    print(f"[speedup] probe {network}: connected", flush=True)
+    return {"networks": [_probe_one(net, image_size, num_classes, batch_sizes, repeats, warmup, seed)
+                         for net in networks]}
+
+
+def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
+               warmup: int, seed: int) -> dict:
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
     ps_dev = "/job:ps/replica:0/task:0/device:CPU:0"
     worker = "/job:worker/replica:0/task:0/device:CPU:0"
     with tf.device(worker):
@@ -186,6 +193,8 @@ def probe(network: str, image_size: int, num_classes: int, batch_sizes: list[int
     out["t_push"] = _stats(_timed(call(push), repeats, warmup))
     out["t_latency"] = _stats(_timed(call(ping), repeats, warmup))
     del ntvars
+    print(f"[speedup] probe {network}: t_grad {out['t_grad']}, pull {out['t_pull']['mean']:.4f} s, "
+          f"push {out['t_push']['mean']:.4f} s", flush=True)
     return out
 
 
@@ -332,9 +341,25 @@ class _Trainer:
         self.coordinator.join()
 
 
-def train(network: str, image_size: int, num_classes: int, batch_size: int, batches: int, modes: list[str],
-          semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int) -> dict:
-    """The chief: D batches in every mode asked for, on this cluster's PS layout; wall times per mode."""
+def train(networks: list[str], server: str, image_size: int, num_classes: int, batch_size: int, batches: int,
+          modes: list[str], semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int) -> dict:
+    """The chief: for each network, D batches in every mode asked for on this cluster's PS layout."""
+    import tensorflow as tf
+
+    ctx = context()
+    n = ctx.spec.count("worker")
+    if batch_size % n and "sync-split" in modes:
+        raise ValueError(f"sync-split needs the batch ({batch_size}) divisible by the workers ({n})")
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    return {"networks": [_train_one(strategy, coordinator, net, server, image_size, num_classes, batch_size, batches,
+                                    modes, semaphore, learning_rate, warmup_iterations, seed) for net in networks]}
+
+
+def _train_one(strategy, coordinator, network, server, image_size, num_classes, batch_size, batches, modes,
+               semaphore, learning_rate, warmup_iterations, seed) -> dict:
+    """``server``: central (one PS task) or distributed (one PS task per worker; N = 1 has one too)."""
     import keras
     import numpy as np
     import tensorflow as tf
@@ -342,12 +367,6 @@ def train(network: str, image_size: int, num_classes: int, batch_size: int, batc
     ctx = context()
     n = ctx.spec.count("worker")
     num_ps = ctx.spec.count("ps")
-    server = "central" if num_ps == 1 else "distributed"
-    if batch_size % n and "sync-split" in modes:
-        raise ValueError(f"sync-split needs the batch ({batch_size}) divisible by the workers ({n})")
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
 
     def build():
         keras.utils.set_random_seed(seed)

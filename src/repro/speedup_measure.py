@@ -1,0 +1,330 @@
+"""`slampa2017` measured: t_grad / t_comm over gRPC, real distributed runs, and two models' errors.
+
+Called by :func:`repro.speedup.run` when ``measure`` is true. Every number comes from real
+processes started by :func:`repro.cluster.run_cluster` (private network namespace; on an
+emulated link when ``train_link`` names a rate) running :mod:`repro.speedup_programs`:
+
+1. **probes** (one cluster per link in ``probe_links``: one PS, one worker): ``t_grad`` for
+   every closure batch size, ``t_pull`` / ``t_push`` (all weights PS -> worker / worker -> PS)
+   and the 4-byte call latency, each repeated ``repeats`` times;
+2. **runs** (one cluster per server type and worker count, every network and mode inside it):
+   wall time of D batches; measured speedup ``S = D t_grad(B) / t_parallel`` (eq. 4.23, with
+   the sequential ``t_grad`` of one whole batch on one worker);
+3. **predictions** for the same grid from the probe on ``train_link``:
+
+   * *thesis*: :func:`repro.speedup.estimate` with ``t_comm = (t_pull + t_push) / 2``;
+   * *extended* (:func:`extended_time`): the thesis' structure with three corrections, every
+     input measured, nothing fitted:
+
+     - **core contention**: N workers computing at once on C cores each take
+       ``t_grad(b) * max(1, N u / C)``, ``u`` = cores one worker keeps busy
+       (``threads_per_worker``, or C when TensorFlow uses every core);
+     - **measured per-closure batch**: sync-split uses ``t_grad(B/N)`` measured, not
+       ``t_grad / N`` (small batches use the cores less well);
+     - **latency**: every closure pays the measured round trip ``t_lat`` once; and with
+       the distributed server the N shards are separate processes here (no shard is local to
+       its worker), so a worker moves all its weights: ``2 t_comm``, not ``2 t_comm (N-1)/N``.
+
+4. **errors**: absolute percentage error of each model's predicted time per configuration,
+   their mean (MAPE) per mode and server, and whether each model picks the measured best
+   worker count and server type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .params import ParameterError
+
+PROGRAMS = "repro.speedup_programs"
+MODEL_NAMES = ("thesis", "extended")
+
+
+def contention(n, cores: int, threads_per_worker: int):
+    """Slow-down of one worker's gradients when ``n`` workers compute at once on ``cores`` cores."""
+    u = threads_per_worker if threads_per_worker else cores
+    return np.maximum(1.0, np.asarray(n, dtype=float) * u / cores)
+
+
+def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
+                  t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False) -> float:
+    """Predicted training time of D batches (see the module docstring for the three corrections).
+
+    ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split).
+    Central server: the thesis' mean of best and worst schedule, or its best case with the
+    semaphore; distributed: every worker moves its full weights to and from N shard processes.
+    """
+    n_ = float(n)
+    g = t_grad_b * float(contention(n, cores, threads_per_worker))
+    comm = (t_pull + t_push) / 2
+    if mode in ("sync-join", "sync-split"):
+        its = -(-d // n) if mode == "sync-join" else d
+        if server == "central":
+            best = (n_ + 1) * comm + g
+            worst = 2 * n_ * comm + g
+            t_iter = best if semaphore else (best + worst) / 2
+        else:
+            t_iter = t_pull + t_push + g
+        return its * (t_iter + t_lat)
+    per_worker = d / n_
+    if server == "central":
+        best = max((d + 1) * comm + g, (n_ - 1) * comm + per_worker * (2 * comm + g + t_lat))
+        worst = per_worker * (2 * n_ * comm + g + t_lat)
+        return best if semaphore else (best + worst) / 2
+    return per_worker * (t_pull + t_push + g + t_lat)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _network_arg(link: str):
+    from . import cluster
+
+    return None if link == "loopback" else cluster.Network(bandwidth=link)
+
+
+def _env(p: dict) -> dict | None:
+    if p["threads_per_worker"]:
+        return {"TF_NUM_INTRAOP_THREADS": str(p["threads_per_worker"])}
+    return None
+
+
+def check(p: dict) -> None:
+    """One-line errors for a measuring configuration, before anything runs."""
+    for n in p["measure_workers"]:
+        if "sync-split" in p["measure_modes"] and p["measure_batch"] % n:
+            raise ParameterError(f"parameter 'measure_batch': sync-split needs it divisible by every worker count, "
+                                 f"{p['measure_batch']} is not divisible by {n}")
+        if p["measure_batches"] < n:
+            raise ParameterError(f"parameter 'measure_batches': D = {p['measure_batches']} is smaller than "
+                                 f"{n} workers")
+    if p["train_link"] not in p["probe_links"]:
+        raise ParameterError(f"parameter 'train_link': {p['train_link']!r} must be one of probe_links "
+                             f"{p['probe_links']} (its probe gives the predictions' inputs)")
+
+
+def probes(p: dict, base: Path) -> pd.DataFrame:
+    """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network."""
+    from . import cluster
+
+    sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
+                                            if "sync-split" in p["measure_modes"]})
+    rows = []
+    for link in p["probe_links"]:
+        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=_network_arg(link), env=_env(p),
+                                  kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
+                                          "num_classes": p["measure_classes"], "batch_sizes": sizes,
+                                          "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
+                                  timeout=p["timeout"], ready_timeout=120, run_dir=base / f"probe-{link}")
+        for r in res.results["chief:0"]["networks"]:
+            common = {"link": link, "network": r["network"], "image_size": r["image_size"],
+                      "parameters": r["parameters"], "bytes": r["bytes"]}
+            for q in ("t_pull", "t_push", "t_latency"):
+                rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q])})
+            for b, st in r["t_grad"].items():
+                rows.append({**common, "quantity": "t_grad", "batch": int(b), **_stat_cols(st)})
+    return pd.DataFrame(rows)
+
+
+def _stat_cols(st: dict) -> dict:
+    return {"mean_s": st["mean"], "std_s": st["std"], "median_s": st["median"], "min_s": st["min"],
+            "max_s": st["max"], "repeats": st["n"]}
+
+
+def runs(p: dict, base: Path) -> pd.DataFrame:
+    """One training cluster per (server, N): every network and mode; wall time of D batches."""
+    from . import cluster
+
+    rows = []
+    for server in p["measure_servers"]:
+        for n in p["measure_workers"]:
+            res = cluster.run_cluster(
+                f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
+                network=_network_arg(p["train_link"]), env=_env(p), timeout=p["timeout"], ready_timeout=180,
+                run_dir=base / f"train-{server}-{n}",
+                kwargs={"networks": p["measure_networks"], "server": server, "image_size": p["measure_image_size"],
+                        "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
+                        "batches": p["measure_batches"], "modes": p["measure_modes"],
+                        "semaphore": p["semaphore"], "learning_rate": 0.01, "warmup_iterations": 1,
+                        "seed": p["seed"]})
+            for net in res.results["chief:0"]["networks"]:
+                for r in net["runs"]:
+                    rows.append({"network": net["network"], "server": net["server"], "workers": n,
+                                 "mode": r["mode"], "semaphore": bool(r["semaphore"]), "seconds": r["seconds"],
+                                 "iterations": r["iterations"], "closure_batch": r["closure_batch"],
+                                 "closures": r["closures"],
+                                 "closures_per_worker": " ".join(map(str, r["closures_per_worker"])),
+                                 "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
+                                 "assignment_matches": net["placed"] == net["assignment"]})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch=None) -> float:
+    sel = pr[(pr["link"] == link) & (pr["network"] == network) & (pr["quantity"] == quantity)]
+    if batch is not None:
+        sel = sel[sel["batch"] == batch]
+    return float(sel["mean_s"].iloc[0])
+
+
+def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd.DataFrame:
+    """Measured time and speedup next to the thesis' and the extended model's, per configuration."""
+    from . import speedup as eq
+
+    link, d, b = p["train_link"], p["measure_batches"], p["measure_batch"]
+    rows = []
+    for r in measured.itertuples():
+        t_grad = _probe_value(pr, link, r.network, "t_grad", b)
+        t_grad_b = _probe_value(pr, link, r.network, "t_grad", r.closure_batch)
+        t_pull = _probe_value(pr, link, r.network, "t_pull")
+        t_push = _probe_value(pr, link, r.network, "t_push")
+        t_lat = _probe_value(pr, link, r.network, "t_latency")
+        t_comm = (t_pull + t_push) / 2
+        thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
+                                   semaphore=bool(r.semaphore))["t_train"].iloc[0])
+        ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat, cores,
+                            p["threads_per_worker"], bool(r.semaphore))
+        server = r.server + ("+semaphore" if r.semaphore else "")
+        rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
+                     "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,
+                     "thesis_s": thesis, "extended_s": ext,
+                     "speedup_measured": d * t_grad / r.seconds, "speedup_thesis": d * t_grad / thesis,
+                     "speedup_extended": d * t_grad / ext,
+                     "error_thesis": thesis / r.seconds - 1, "error_extended": ext / r.seconds - 1})
+    return pd.DataFrame(rows)
+
+
+def errors(cmp: pd.DataFrame) -> pd.DataFrame:
+    """Mean absolute percentage error of each model per network, mode and server, plus an 'all' row."""
+    rows = []
+    for keys, g in cmp.groupby(["network", "mode", "server"], sort=False):
+        rows.append({"network": keys[0], "mode": keys[1], "server": keys[2], "configurations": len(g),
+                     **{f"mape_{m}": float(g[f"error_{m}"].abs().mean() * 100) for m in MODEL_NAMES}})
+    rows.append({"network": "all", "mode": "all", "server": "all", "configurations": len(cmp),
+                 **{f"mape_{m}": float(cmp[f"error_{m}"].abs().mean() * 100) for m in MODEL_NAMES}})
+    return pd.DataFrame(rows)
+
+
+def choices(cmp: pd.DataFrame) -> pd.DataFrame:
+    """Per network and mode: the measured best (server, N) and each model's pick (thesis' servers only)."""
+    rows = []
+    plain = cmp[~cmp["server"].str.endswith("+semaphore")]
+    for (net, mode), g in plain.groupby(["network", "mode"], sort=False):
+        def pick(col):
+            best = g.loc[g[col].idxmax()]
+            return f"{best['server']} N={int(best['workers'])}"
+        measured = pick("speedup_measured")
+        row = {"network": net, "mode": mode, "measured_best": measured}
+        for m in MODEL_NAMES:
+            row[f"{m}_pick"] = pick(f"speedup_{m}")
+            row[f"{m}_right"] = row[f"{m}_pick"] == measured
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def semaphore_effect(cmp: pd.DataFrame, d: int) -> pd.DataFrame:
+    """Central server with and without the semaphore: measured times and the thesis' best case."""
+    from . import speedup as eq
+
+    keys = ["network", "mode", "workers"]
+    both = cmp[cmp["server"] == "central"].merge(cmp[cmp["server"] == "central+semaphore"], on=keys,
+                                                  suffixes=("", "_sem"))
+    rows = []
+    for r in both.itertuples():
+        best = float(eq.estimate(r.t_grad, r.t_comm, r.mode, "central", [int(r.workers)], d)["t_train_best"].iloc[0])
+        rows.append({"network": r.network, "mode": r.mode, "workers": int(r.workers), "measured_s": r.measured_s,
+                     "semaphore_s": r.measured_s_sem, "thesis_best_s": best,
+                     "semaphore_over_plain": r.measured_s_sem / r.measured_s,
+                     "closer_to_best": abs(r.measured_s_sem - best) < abs(r.measured_s - best)})
+    return pd.DataFrame(rows)
+
+
+ACCURATE_MAPE = 20.0  # "generally accurate": mean absolute error of the predicted time within 20 %
+
+
+def _trend_right(g: pd.DataFrame, col: str) -> bool:
+    g = g.sort_values("workers")
+    return bool((np.sign(np.diff(g[col])) == np.sign(np.diff(g["speedup_measured"]))).all())
+
+
+def measured_claims(cmp: pd.DataFrame) -> dict:
+    """The thesis' general statements about its measurements, checked on ours: {claim id: (ours, passed)}.
+
+    Statements tied to the thesis' GPUs and 224 px networks (SqueezeNet's 6.5, ...) are not
+    comparable with a CPU run and are not in here.
+    """
+    out = {}
+    plain = cmp[cmp["server"].isin(["central", "distributed"])]
+    one = plain[(plain["workers"] == 1) & (plain["server"] == "distributed")]
+    if not one.empty:
+        out["one_worker_distributed_measured"] = (
+            f"N = 1, distributed: measured speedup {one['speedup_measured'].min():.2f}-{one['speedup_measured'].max():.2f}",
+            bool((one["speedup_measured"] < 1).all()))
+    wide = plain.pivot_table(index=["network", "mode", "workers"], columns="server", values="speedup_measured")
+    if {"central", "distributed"} <= set(wide.columns):
+        w = wide.dropna()
+        w = w[w.index.get_level_values("workers") > 1]
+        if len(w):
+            ratio = w["distributed"] / w["central"]
+            out["distributed_never_worse_measured"] = (
+                f"distributed / central measured speedup at N > 1: {ratio.min():.2f}-{ratio.max():.2f}",
+                bool((ratio >= 1.0).all()))
+    central = plain[plain["server"] == "central"]
+    if not central.empty:
+        mape = float(central["error_thesis"].abs().mean() * 100)
+        out["central_predictions_accurate"] = (f"thesis model, central server: MAPE {mape:.0f} % "
+                                               f"(accurate: <= {ACCURATE_MAPE:.0f} %)", mape <= ACCURATE_MAPE)
+    dist = plain[plain["server"] == "distributed"]
+    groups = [g for _, g in dist.groupby(["network", "mode"]) if len(g) > 1]
+    if groups and not central.empty:
+        right = sum(_trend_right(g, "speedup_thesis") for g in groups)
+        mape_d = float(dist["error_thesis"].abs().mean() * 100)
+        out["distributed_predictions_trend"] = (
+            f"thesis model, distributed: MAPE {mape_d:.0f} % (central {mape:.0f} %); trend in N right in "
+            f"{right} of {len(groups)} (network, mode)", right == len(groups) and mape_d >= mape)
+    return out
+
+
+# ----------------------------------------------------------------------------- figure
+
+
+def plot_measured(cmp: pd.DataFrame, dpi: int = 100):
+    """Measured speedup (points) and both models' predictions (lines), per network and mode."""
+    import matplotlib.pyplot as plt
+
+    from . import plots
+
+    plots.style()
+    nets, modes = list(dict.fromkeys(cmp["network"])), list(dict.fromkeys(cmp["mode"]))
+    servers = list(dict.fromkeys(cmp["server"]))
+    fig, axes = plt.subplots(len(nets), len(modes), figsize=(4.2 * len(modes), 3.2 * len(nets)), squeeze=False,
+                             dpi=dpi)
+    colors = dict(zip(servers, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for i, net in enumerate(nets):
+        for j, mode in enumerate(modes):
+            ax = axes[i][j]
+            for server in servers:
+                g = cmp[(cmp["network"] == net) & (cmp["mode"] == mode) & (cmp["server"] == server)]
+                g = g.sort_values("workers")
+                if g.empty:
+                    continue
+                c = colors[server]
+                ax.plot(g["workers"], g["speedup_measured"], "o", color=c, label=f"{server} measured")
+                ax.plot(g["workers"], g["speedup_thesis"], "--", color=c, lw=1, label=f"{server} thesis")
+                ax.plot(g["workers"], g["speedup_extended"], "-", color=c, lw=1.4, label=f"{server} extended")
+            ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+            ax.set_title(f"{net}, {mode}")
+            ax.set_xlabel("workers N")
+            ax.set_ylabel("speedup S")
+            ax.set_xticks(sorted(cmp["workers"].unique()))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02 - 0.03 * len(servers)),
+               frameon=False)
+    fig.suptitle("slampa2017 on this machine: measured speedup (points), thesis model (dashed), extended (solid)")
+    fig.tight_layout()
+    return fig
