@@ -116,8 +116,48 @@ def test_flops_by_layer_arithmetic_of_a_small_cnn():
     assert distributed.conv_dense_flops(model) == 2 * macs == 1_325_824
 
 
+def test_bandwidth_sweep_arithmetic():
+    assert distributed.rate_bits("100mbit") == 1e8 and distributed.rate_bits("2.5gbit") == 2.5e9
+    # ring: 2 (N-1)/N M per worker per step; central PS: N M through the server
+    assert distributed.analytic_bytes("ring", 4, 100.0) == 150.0
+    assert distributed.analytic_bytes("horovod", 2, 100.0) == 100.0
+    assert distributed.analytic_bytes("ps_sync", 4, 100.0) == 400.0
+    p = {"batch_size": 10}
+    summary = [{"workers": 2, "steps_total": 20, "parameters": 250_000, "model": "m", "total_images_per_sec": 50.0,
+                "window_bytes": {"worker:0": {"sent": 11_000_000, "received": 10_000_000},
+                                 "worker:1": {"sent": 9_000_000, "received": 10_000_000}}}]
+    row = distributed.sweep_rows("ring", "8mbit", summary, p, {("ring", "m"): 40.0})[0]
+    # M = 1 MB; ring volume 2 * 1/2 * 1 MB = 1 MB; measured 10 MB over 10 steps per worker = 1 MB
+    assert row["analytic_mb_per_step"] == 1.0 and row["measured_sent_mb_per_step"] == 1.0
+    assert row["measured_over_analytic"] == 1.0
+    # link bound: 2 workers x 10 images per (8e6 bits / 8e6 bit/s = 1 s) = 20 images/s, below loopback's 40
+    assert row["comm_bound_images_per_sec"] == pytest.approx(20.0)
+    assert row["predicted_images_per_sec"] == pytest.approx(20.0)
+    assert row["critical_mbps"] == pytest.approx(16.0)  # 40 images/s needs 2 MB/s = 16 Mb/s
+    ps = [{**summary[0], "window_bytes": {"ps:0": {"sent": 20_000_000, "received": 22_000_000}}}]
+    row = distributed.sweep_rows("ps_sync", "8mbit", ps, p, {})[0]
+    assert row["analytic_mb_per_step"] == 2.0 and row["measured_over_analytic"] == pytest.approx(1.1)
+    # sync PS: 2 MB out, then 2 MB in (16 Mbit each way at 8 Mb/s): 4 s per step, 20 images -> 5 images/s
+    assert row["predicted_images_per_sec"] == pytest.approx(5.0)  # no loopback number: the link bound
+    with pytest.raises(ParameterError, match="parameter 'sweep_bandwidths': 'fast' is not a tc rate"):
+        distributed.rate_bits("fast")
+
+
+def test_bytes_between_uses_the_samples_around_the_window(tmp_path):
+    import json
+
+    samples = [(10.0, 0), (10.2, 100), (10.4, 300), (10.6, 600)]
+    (tmp_path / "link_samples.jsonl").write_text("".join(
+        json.dumps({"time": t, "links": {"ps:0": {"sent": b, "received": 2 * b}}}) + "\n" for t, b in samples))
+    res = cluster.ClusterResult(run_dir=tmp_path, isolation="netns", cluster={}, tasks=[])
+    # window 10.25-10.45: last sample at or before 10.25 is 10.2, first at or after 10.45 is 10.6
+    assert res.bytes_between(10.25, 10.45) == {"ps:0": {"sent": 500, "received": 1000}}
+
+
 @pytest.mark.parametrize("overrides, message", [
     ({"models": ["alexnet"]}, "parameter 'models': expected"),
+    ({"sweep_bandwidths": ["fast"]}, "parameter 'sweep_bandwidths': 'fast' is not a tc rate"),
+    ({"sweep_models": ["resnet50"]}, "parameter 'sweep_models': resnet50 is not among models ['tiny']"),
     ({"methods": ["mpi"]}, "parameter 'methods': expected"),
     ({"workers": [0]}, "parameter 'workers': expected a non-empty list of integers (>= 1"),
     ({"models": ["inception_v3"], "image_size": 32}, "model inception_v3 needs images of at least 75 px, got 32"),
@@ -225,6 +265,16 @@ def test_smoke_notebook_results(smoke_runs):
     assert t1.loc["resnet50", "verdict"].startswith("differs (GFLOPs 7.72 vs 10")
     assert t1.loc["inception_v3", "verdict"].startswith("not comparable")
     assert (run_dir / "scaling.csv").is_file() and (run_dir / "ratios.csv").is_file()
+    # bandwidth sweep on the emulated network: bytes per step measured on the links vs analytic
+    bw = pd.read_csv(run_dir / "bandwidth.csv")
+    assert sorted(zip(bw["method"], bw["bandwidth"])) == [("ps_sync", "100mbit"), ("ps_sync", "10mbit"),
+                                                          ("ring", "100mbit"), ("ring", "10mbit")]
+    assert bw["analytic_mb_per_step"].tolist() == pytest.approx(
+        [4 * 16618 / 1e6 * (1 if m == "ring" else 2) for m in bw["method"]])  # tiny: 16,618 parameters
+    # what the links carried is the analytic volume plus protocol overhead (gRPC, TCP/IP headers)
+    assert bw["measured_over_analytic"].between(1.0, 2.0).all()  # +-0.2 s sampling may add a warm-up step
+    slow = bw.set_index(["method", "bandwidth"])
+    assert (slow.loc[("ring", "10mbit"), "total_images_per_sec"] < slow.loc[("ring", "100mbit"), "total_images_per_sec"])
 
 
 def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):

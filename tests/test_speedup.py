@@ -335,16 +335,19 @@ def test_extended_model_against_hand_computed_times():
     assert contention([1, 2, 4], cores=2, threads_per_worker=1).tolist() == [1.0, 1.0, 2.0]
     assert contention([1, 2], cores=2, threads_per_worker=0).tolist() == [1.0, 2.0]  # one worker uses both cores
     kw = dict(t_pull=0.1, t_push=0.3, t_lat=0.01, cores=2, threads_per_worker=1)
-    # sync-join, central, N=4, D=8: 2 iterations; comm 0.2; g = 1.0 * 2 = 2.0
-    # best 5*0.2 + 2 = 3.0, worst 8*0.2 + 2 = 3.6, mean 3.3; + latency 0.01 -> 2 * 3.31
-    assert extended_time("sync-join", "central", 4, 8, 1.0, **kw) == pytest.approx(6.62)
-    assert extended_time("sync-join", "central", 4, 8, 1.0, semaphore=True, **kw) == pytest.approx(2 * 3.01)
-    # sync-split, distributed, N=2, D=3: 3 iterations of pull 0.1 + push 0.3 + g 0.5 + 0.01
-    assert extended_time("sync-split", "distributed", 2, 3, 0.5, **kw) == pytest.approx(3 * 0.91)
-    # async, distributed, N=2, D=4: 2 batches per worker of 0.1 + 0.3 + 1.0 + 0.01
-    assert extended_time("async", "distributed", 2, 4, 1.0, **kw) == pytest.approx(2 * 1.41)
-    # async, central, N=2, D=4: best max(5*0.2 + 1, 0.2 + 2*(0.4 + 1 + 0.01)) = 3.02; worst 2*(0.8 + 1.01) = 3.62
-    assert extended_time("async", "central", 2, 4, 1.0, **kw) == pytest.approx((3.02 + 3.62) / 2)
+    # sync-join, central, N=4, D=8: 2 iterations; g = 0.6 * 2 = 1.2 (forward 0.4, backward 0.8)
+    # shared link: 0.01 + max(4*0.1, 0.4) + max(4*0.3, 0.8) = 1.61; + 0.01 for the update -> 2 * 1.62
+    assert extended_time("sync-join", "central", 4, 8, 0.6, **kw) == pytest.approx(3.24)
+    # semaphore: 0.01 + 4*0.1 + max(0.3, 0.8) = 1.21; + 0.01 -> 2 * 1.22
+    assert extended_time("sync-join", "central", 4, 8, 0.6, semaphore=True, **kw) == pytest.approx(2.44)
+    # sync-split, distributed, N=2, D=3: g = 0.6; 0.01 + max(0.1, 0.2) + max(0.3, 0.4) + 0.01 = 0.62, x 3
+    assert extended_time("sync-split", "distributed", 2, 3, 0.6, **kw) == pytest.approx(1.86)
+    # async, distributed, N=2, D=4: closure 0.01 + 0.2 + 0.4 = 0.61; 2 per worker
+    assert extended_time("async", "distributed", 2, 4, 0.6, **kw) == pytest.approx(1.22)
+    # async, central, N=2, D=4: server link max(4*0.3 + 0.61 - 0.3, 2 * 0.61) = 1.51
+    assert extended_time("async", "central", 2, 4, 0.6, **kw) == pytest.approx(1.51)
+    # capacity: 4 closures x 1.0 CPU-seconds on 2 cores = 2.0 > 1.22
+    assert extended_time("async", "distributed", 2, 4, 0.6, cpu_closure=1.0, **kw) == pytest.approx(2.0)
 
 
 def _cmp(rows):

@@ -22,7 +22,11 @@ model), ``per_worker.csv``, ``scaling.csv`` (efficiency vs ideal linear scaling)
 ``ratios.csv`` (ring vs PS, async vs sync at equal process count), ``table1.csv`` (the paper's
 Table 1 next to parameters and FLOPs of the Keras models), ``faults.csv`` (one of two workers
 killed mid-run: async PS finishes, ring all-reduce stops; orphan processes counted),
-``findings.csv`` and ``ledger.csv``. Each cluster run's logs stay under ``clusters/<method>-<N>/``.
+``findings.csv`` and ``ledger.csv``, and ``bandwidth.csv``: the bandwidth sweep, every sweep method
+at ``sweep_workers`` workers on an emulated network per link rate (:class:`repro.cluster.Network`),
+with the bytes each link carried in the timed window (the supervisor's 0.2 s samples) next to the
+analytic volumes (ring 2(N-1)/N M per worker, central PS N M per step) and images/sec next to
+min(loopback throughput, link bound). Each cluster run's logs stay under ``clusters/<method>-<N>/``.
 
 ``add_cli`` exposes the cluster runtime's tools as ``repro cluster check|node|local``.
 """
@@ -34,6 +38,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import data as _data
@@ -201,13 +206,18 @@ def _model_specs(p: dict) -> list[dict]:
     return specs
 
 
-def measure(method: str, workers: int, p: dict, cluster_dir: Path) -> tuple[list[dict], list[dict]]:
-    """One cluster run (all models in turn): summary rows and per-worker rows."""
+def measure(method: str, workers: int, p: dict, cluster_dir: Path, network=None,
+            models: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+    """One cluster run (all models in turn): summary rows and per-worker rows.
+
+    ``network``: a :class:`repro.cluster.Network` (the bandwidth sweep); then every summary row
+    also carries the bytes moved in its timed window (``window_bytes``: task -> sent/received).
+    """
     from . import cluster
 
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
-    models = _model_specs(p)
+    models = models or _model_specs(p)
     common = {"models": models, "batch_size": p["batch_size"], "warmup_steps": p["warmup_steps"],
               "steps": p["steps"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
               "seed": p["seed"]}
@@ -217,7 +227,8 @@ def measure(method: str, workers: int, p: dict, cluster_dir: Path) -> tuple[list
         env = {"TF_NUM_INTRAOP_THREADS": str(p["threads_per_worker"])}
     if method in ALLREDUCE:
         res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=0, chief=False, program_roles=("worker",),
-                                  kwargs=common, timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir, env=env)
+                                  kwargs=common, timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir, env=env,
+                                  network=network)
         per_task = [res.results[f"worker:{i}"] for i in range(workers)]
         summary, per_worker = [], []
         for k, m in enumerate(models):
@@ -227,11 +238,14 @@ def measure(method: str, workers: int, p: dict, cluster_dir: Path) -> tuple[list
             extra = {"replicas_identical": len({t["weights_sha256"] for t in tasks}) == 1,
                      "optimizer_iterations": None, "updates": steps[0],
                      "all_updates": steps[0] + tasks[0]["warmup_steps"], "parameters": tasks[0]["parameters"]}
+            if network is not None:  # each worker's own link, over its own timed window
+                extra["window_bytes"] = {f"worker:{i}": res.bytes_between(*t["window"])[f"worker:{i}"]
+                                         for i, t in enumerate(tasks)}
             summary.append(_summary_row(method, workers, m, p, steps, seconds, extra))
             per_worker += [_worker_row(method, workers, m, i, s, t, p) for i, (s, t) in enumerate(zip(steps, seconds))]
         return summary, per_worker
     res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=p["ps"], kwargs={"method": method, **common},
-                              timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir, env=env)
+                              timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir, env=env, network=network)
     out = res.results["chief:0"]
     summary, per_worker = [], []
     for m, r in zip(models, out["models"]):
@@ -239,6 +253,8 @@ def measure(method: str, workers: int, p: dict, cluster_dir: Path) -> tuple[list
         seconds = [r["seconds"]] * len(steps)
         extra = {"replicas_identical": None, "optimizer_iterations": r["optimizer_iterations"],
                  "updates": r["updates"], "all_updates": r["all_updates"], "parameters": r["parameters"]}
+        if network is not None:
+            extra["window_bytes"] = res.bytes_between(*r["window"])
         row = _summary_row(method, workers, m, p, steps, seconds, extra)
         row["scheduled_steps"] = r["scheduled_steps"]
         summary.append(row)
@@ -310,6 +326,100 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------- bandwidth sweep
+
+_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
+
+
+def rate_bits(rate: str) -> float:
+    """A tc rate (``"100mbit"``, ``"1gbit"``) in bits per second."""
+    import re
+
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)", rate)
+    if not m:
+        raise ParameterError(f"parameter 'sweep_bandwidths': {rate!r} is not a tc rate (e.g. 100mbit, 1gbit)")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def analytic_bytes(method: str, workers: int, model_bytes: float) -> float:
+    """Bytes per step on the busiest link, each direction: ring 2(N-1)/N M per worker; central PS N M."""
+    if method in ALLREDUCE:
+        return 2 * (workers - 1) / workers * model_bytes
+    return workers * model_bytes
+
+
+def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: dict, compute_bound: dict) -> list[dict]:
+    """One sweep cluster's rows: measured vs analytic bytes per step, measured vs predicted images/sec.
+
+    ``compute_bound``: (method, model) -> total images/sec on loopback at the same worker count
+    (the main grid), the throughput without a network limit.
+    """
+    rows = []
+    rate = rate_bits(bandwidth)
+    for r in summary:
+        n, steps = r["workers"], r["steps_total"] / r["workers"]
+        wb = r["window_bytes"]
+        if method in ALLREDUCE:  # every worker's link: mean over workers
+            sent = float(np.mean([v["sent"] for v in wb.values()])) / steps
+            received = float(np.mean([v["received"] for v in wb.values()])) / steps
+        else:  # the parameter server's link carries everything
+            sent, received = wb["ps:0"]["sent"] / steps, wb["ps:0"]["received"] / steps
+        model_bytes = 4.0 * r["parameters"]
+        volume = analytic_bytes(method, n, model_bytes)
+        # a synchronous PS step pulls (server out) then, after the compute, pushes (server in): the two
+        # directions follow each other; all-reduce (and async PS across workers) uses both at once
+        directions = 2 if method == "ps_sync" else 1
+        comm_bound = n * p["batch_size"] * rate / (8 * volume * directions)
+        cb = compute_bound.get((method, r["model"]), float("nan"))
+        rows.append({"method": method, "bandwidth": bandwidth, "bandwidth_mbps": rate / 1e6, "model": r["model"],
+                     "workers": n, "model_mb": model_bytes / 1e6,
+                     "measured_sent_mb_per_step": sent / 1e6, "measured_received_mb_per_step": received / 1e6,
+                     "analytic_mb_per_step": volume / 1e6,
+                     "measured_over_analytic": max(sent, received) / volume,
+                     "total_images_per_sec": r["total_images_per_sec"],
+                     "comm_bound_images_per_sec": comm_bound, "loopback_images_per_sec": cb,
+                     "predicted_images_per_sec": min(comm_bound, cb) if cb == cb else comm_bound,
+                     "critical_mbps": volume * 8 * directions * cb / (n * p["batch_size"]) / 1e6
+                     if cb == cb else float("nan")})
+    return rows
+
+
+def bandwidth_sweep(p: dict, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
+    """Every sweep method at ``sweep_workers`` workers on each emulated bandwidth (see the chapter)."""
+    from . import cluster
+
+    cols = ["method", "bandwidth", "bandwidth_mbps", "model", "workers", "model_mb", "measured_sent_mb_per_step",
+            "measured_received_mb_per_step", "analytic_mb_per_step", "measured_over_analytic",
+            "total_images_per_sec", "comm_bound_images_per_sec", "loopback_images_per_sec",
+            "predicted_images_per_sec", "critical_mbps"]
+    if p["sweep_bandwidths"] == ["none"]:
+        return pd.DataFrame(columns=cols)
+    n = p["sweep_workers"]
+    models = [m for m in _model_specs(p) if m["name"] in p["sweep_models"]]
+    at_n = throughput[throughput["workers"] == n]
+    compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
+    q = {**p, "steps": p["sweep_steps"], "warmup_steps": 1}
+    rows = []
+    for bw in p["sweep_bandwidths"]:
+        for method in p["sweep_methods"]:
+            summary, _ = measure(method, n, q, base / f"sweep-{method}-{bw}", network=cluster.Network(bandwidth=bw),
+                                 models=models)
+            rows += sweep_rows(method, bw, summary, q, compute_bound)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def check_sweep(p: dict) -> None:
+    """One-line errors for the sweep parameters, before anything runs."""
+    bws = p["sweep_bandwidths"]
+    if bws == ["none"]:
+        return
+    for bw in bws:
+        rate_bits(bw)
+    missing = [m for m in p["sweep_models"] if m not in p["models"]]
+    if missing:
+        raise ParameterError(f"parameter 'sweep_models': {missing[0]} is not among models {p['models']}")
+
+
 def _horovod_finding(at_max: pd.DataFrame | None = None, nmax: int = 0, horovod_status: str = "") -> dict:
     """Horovod / PS at the largest worker count (the paper: almost 2x)."""
     claim = "Horovod processes almost twice as many images/sec as PS"
@@ -349,6 +459,7 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     from . import cluster
 
     cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
+    check_sweep(p)
     if "horovod" in p["methods"]:
         from .distributed_programs import horovod_available
 
@@ -378,13 +489,14 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     scaling = scaling_efficiency(throughput)
     ratio = ratios(throughput)
     audit = table1(p["audit_models"], 1000)
+    sweep = bandwidth_sweep(p, run.dir / "clusters", throughput)
     faults = fault_runs(p, run.dir / "clusters") if p["fault_tolerance"] else None
     findings = assess(throughput, scaling, ratio, p, cores, faults)
     if faults is None:
         faults = pd.DataFrame(columns=["method", "workers", "model", "killed", "outcome", "scheduled", "completed",
                                        "lost", "error", "seconds", "orphans"])
     for name, df in (("throughput", throughput), ("per_worker", workers_df), ("scaling", scaling), ("ratios", ratio),
-                     ("table1", audit), ("findings", findings), ("faults", faults)):
+                     ("table1", audit), ("findings", findings), ("faults", faults), ("bandwidth", sweep)):
         run.write_csv(name, df)
     run.write_csv("ledger", ledger_rows(findings, audit))
     summary_json = {"cores": cores, "max_workers": max(p["workers"]),
@@ -392,7 +504,8 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     run.write_json("summary", summary_json)
     final = run.finish()
     return Result(final, p, run.record, {"throughput": throughput, "per_worker": workers_df, "scaling": scaling,
-                                         "ratios": ratio, "table1": audit, "findings": findings, "faults": faults},
+                                         "ratios": ratio, "table1": audit, "findings": findings, "faults": faults,
+                                         "bandwidth": sweep},
                   summary_json)
 
 
@@ -570,6 +683,27 @@ def plot_efficiency(result: Result):
     return grid
 
 
+def plot_bandwidth(result: Result):
+    """Bandwidth sweep: measured images/sec (points) and min(loopback, link bound) (lines) vs link rate."""
+    import seaborn as sns
+
+    from .plots import style
+
+    style()
+    df = result["bandwidth"].assign(method=lambda d: d["method"].map(LABELS))
+    grid = sns.relplot(data=df, x="bandwidth_mbps", y="total_images_per_sec", hue="method", col="model",
+                       kind="scatter", s=60, height=3.2, aspect=1.1, facet_kws={"sharey": False})
+    for (model, ax) in grid.axes_dict.items():
+        sub = df[df["model"] == model]
+        for i, (method, g) in enumerate(sub.groupby("method", sort=False)):
+            g = g.sort_values("bandwidth_mbps")
+            ax.plot(g["bandwidth_mbps"], g["predicted_images_per_sec"], ls="--", lw=1, color=f"C{i}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    grid.set_axis_labels("emulated link (Mb/s)", "total images/sec")
+    return grid
+
+
 def glue_numbers(result: Result) -> None:
     """Headline numbers for the chapter's prose."""
     from .report import glue
@@ -595,6 +729,7 @@ def glue_numbers(result: Result) -> None:
             sel = t[(t["method"] == method) & (t["workers"] == n) & (t["model"] == model0)]
             glue(f"dist_{method}_{label}", float(sel["total_images_per_sec"].iloc[0]) if len(sel) else float("nan"))
     glue("dist_model0", p["models"][0])
+    glue("dist_sweep_workers", p["sweep_workers"])
     f = result["findings"]
     fault = f[f["finding"] == "fault_tolerance"]
     glue("dist_fault_summary", f"Measured: {fault['ours'].iloc[0]} (verdict: {fault['verdict'].iloc[0]})."

@@ -124,7 +124,7 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         for _ in range(warmup_steps):
             block(step())
             done += 1
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         timed = 0
         loss = None
         for _ in range(steps):
@@ -135,6 +135,7 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         last_loss = block(loss) if loss is not None else float("nan")
         seconds = time.perf_counter() - t0
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
+                    "window": [w0, time.time()],
                     "warmup_steps": done, "steps": timed, "seconds": seconds, "last_loss": last_loss,
                     "parameters": int(net.count_params()), **_weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
@@ -234,14 +235,14 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
 
         for _ in range(warmup_steps):
             step().numpy()
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         loss = None
         for _ in range(steps):
             loss = step()
         last_loss = float(loss.numpy()) if loss is not None else float("nan")
         seconds = time.perf_counter() - t0
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
-                    "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
+                    "window": [w0, time.time()], "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
                     "parameters": int(net.count_params()), **_weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
     hvd.join()
@@ -384,12 +385,13 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
         before = trainer.counts()
         print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
         scheduled0, updates0 = trainer.scheduled, trainer.updates
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         trainer.run_steps(steps, n, iterator=iterator)
         seconds = time.perf_counter() - t0
+        window = [w0, time.time()]
         after = trainer.counts()
         iterations = int(trainer.opt.iterations.numpy()) if method == "ps_async" else None
-        out.append({"model": m["name"], "image_size": m["image_size"], "method": method,
+        out.append({"model": m["name"], "image_size": m["image_size"], "method": method, "window": window,
                     "steps_per_worker": [a - b for a, b in zip(after, before)], "seconds": seconds,
                     "warmup_steps_per_worker": before, "scheduled_steps": trainer.scheduled - scheduled0,
                     "updates": trainer.updates - updates0, "all_updates": trainer.updates,

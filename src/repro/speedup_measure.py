@@ -13,17 +13,23 @@ emulated link when ``train_link`` names a rate) running :mod:`repro.speedup_prog
 3. **predictions** for the same grid from the probe on ``train_link``:
 
    * *thesis*: :func:`repro.speedup.estimate` with ``t_comm = (t_pull + t_push) / 2``;
-   * *extended* (:func:`extended_time`): the thesis' structure with three corrections, every
-     input measured, nothing fitted:
+   * *extended* (:func:`extended_time`): the thesis' structure with these corrections, every
+     input measured by the probe, nothing fitted to the runs:
 
      - **core contention**: N workers computing at once on C cores each take
        ``t_grad(b) * max(1, N u / C)``, ``u`` = cores one worker keeps busy
-       (``threads_per_worker``, or C when TensorFlow uses every core);
+       (``threads_per_worker``, or C when TensorFlow uses every core), and the run cannot be
+       shorter than its closures' measured busy CPU-seconds spread over C cores;
      - **measured per-closure batch**: sync-split uses ``t_grad(B/N)`` measured, not
        ``t_grad / N`` (small batches use the cores less well);
-     - **latency**: every closure pays the measured round trip ``t_lat`` once; and with
-       the distributed server the N shards are separate processes here (no shard is local to
-       its worker), so a worker moves all its weights: ``2 t_comm``, not ``2 t_comm (N-1)/N``.
+     - **overlap**: transfers overlap the forward / backward pass they feed;
+     - **which schedule**: without the semaphore the central server's transfers share its link
+       (the thesis' worst case), with it they are serialised (its best case); links are full
+       duplex;
+     - **latency**: every closure and every synchronous update pays the measured round trip
+       ``t_lat``; and with the distributed server the N shards are separate processes here (no
+       shard is local to its worker), so a worker moves all its weights: ``2 t_comm``, not
+       ``2 t_comm (N-1)/N``.
 
 4. **errors**: absolute percentage error of each model's predicted time per configuration,
    their mean (MAPE) per mode and server, and whether each model picks the measured best
@@ -49,32 +55,52 @@ def contention(n, cores: int, threads_per_worker: int):
     return np.maximum(1.0, np.asarray(n, dtype=float) * u / cores)
 
 
-def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
-                  t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False) -> float:
-    """Predicted training time of D batches (see the module docstring for the three corrections).
+FORWARD_SHARE = 1 / 3  # forward pass / (forward + backward): the usual "backward costs twice the forward"
 
-    ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split).
-    Central server: the thesis' mean of best and worst schedule, or its best case with the
-    semaphore; distributed: every worker moves its full weights to and from N shard processes.
+
+def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
+                  t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False,
+                  cpu_closure: float = 0.0) -> float:
+    """Predicted training time of D batches (the extended model; see the module docstring).
+
+    ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split);
+    ``cpu_closure``: measured busy CPU-seconds of one closure (gradient + pull + push + call).
+
+    * one closure: ``t_lat + max(pull, f g) + max(push, (1 - f) g)`` -- TensorFlow starts the
+      forward pass as weights arrive and sends each gradient as backpropagation produces it,
+      so transfers overlap compute (``f`` = :data:`FORWARD_SHARE`, ``g`` = ``t_grad_b`` x contention);
+    * central server without the semaphore: the N transfers share its link (TCP fair share), so
+      all of them end after ``N t_pull`` / ``N t_push`` (the thesis' worst case); with the
+      semaphore they are serialised, the last worker pulls at ``N t_pull`` and pushes alone
+      (the thesis' best case); async on the central server is bounded by the server's link,
+      ``D max(t_pull, t_push)``, links being full duplex;
+    * distributed server: each worker moves its weights over its own link (shards are separate
+      processes here), ``t_pull`` + ``t_push`` per closure;
+    * sync modes pay one more call per iteration (the update applied on the PS);
+    * capacity: the whole run cannot be shorter than its closures' CPU-seconds spread over C cores.
     """
-    n_ = float(n)
     g = t_grad_b * float(contention(n, cores, threads_per_worker))
-    comm = (t_pull + t_push) / 2
+    f = FORWARD_SHARE
+
+    def closure(pull: float, push: float) -> float:
+        return t_lat + max(pull, f * g) + max(push, (1 - f) * g)
+
     if mode in ("sync-join", "sync-split"):
         its = -(-d // n) if mode == "sync-join" else d
         if server == "central":
-            best = (n_ + 1) * comm + g
-            worst = 2 * n_ * comm + g
-            t_iter = best if semaphore else (best + worst) / 2
+            t_iter = t_lat + n * t_pull + max(t_push, (1 - f) * g) if semaphore else closure(n * t_pull, n * t_push)
         else:
-            t_iter = t_pull + t_push + g
-        return its * (t_iter + t_lat)
-    per_worker = d / n_
-    if server == "central":
-        best = max((d + 1) * comm + g, (n_ - 1) * comm + per_worker * (2 * comm + g + t_lat))
-        worst = per_worker * (2 * n_ * comm + g + t_lat)
-        return best if semaphore else (best + worst) / 2
-    return per_worker * (t_pull + t_push + g + t_lat)
+            t_iter = closure(t_pull, t_push)
+        total, closures = its * (t_iter + t_lat), its * n
+    else:
+        c = closure(t_pull, t_push)
+        if server == "central":
+            link = max(t_pull, t_push)
+            total = max(d * link + c - link, d / n * c)
+        else:
+            total = d / n * c
+        closures = d
+    return max(total, closures * cpu_closure / cores)
 
 
 # ----------------------------------------------------------------------------- running
@@ -131,7 +157,7 @@ def probes(p: dict, base: Path) -> pd.DataFrame:
 
 def _stat_cols(st: dict) -> dict:
     return {"mean_s": st["mean"], "std_s": st["std"], "median_s": st["median"], "min_s": st["min"],
-            "max_s": st["max"], "repeats": st["n"]}
+            "max_s": st["max"], "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
 
 
 def runs(p: dict, base: Path) -> pd.DataFrame:
@@ -165,11 +191,11 @@ def runs(p: dict, base: Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- comparing
 
 
-def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch=None) -> float:
+def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch=None, column="mean_s") -> float:
     sel = pr[(pr["link"] == link) & (pr["network"] == network) & (pr["quantity"] == quantity)]
     if batch is not None:
         sel = sel[sel["batch"] == batch]
-    return float(sel["mean_s"].iloc[0])
+    return float(sel[column].iloc[0])
 
 
 def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd.DataFrame:
@@ -185,10 +211,12 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd
         t_push = _probe_value(pr, link, r.network, "t_push")
         t_lat = _probe_value(pr, link, r.network, "t_latency")
         t_comm = (t_pull + t_push) / 2
+        cpu = sum(_probe_value(pr, link, r.network, q, bb, "cpu_s") for q, bb in (
+            ("t_grad", r.closure_batch), ("t_pull", None), ("t_push", None), ("t_latency", None)))
         thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
                                    semaphore=bool(r.semaphore))["t_train"].iloc[0])
         ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat, cores,
-                            p["threads_per_worker"], bool(r.semaphore))
+                            p["threads_per_worker"], bool(r.semaphore), cpu)
         server = r.server + ("+semaphore" if r.semaphore else "")
         rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
                      "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,

@@ -80,23 +80,38 @@ def _synthetic(batch: int, image_size: int, num_classes: int, seed: int):
     return x, y
 
 
-def _stats(samples: list[float]) -> dict:
+def _stats(samples: list[float], cpu_seconds: float | None = None) -> dict:
     import numpy as np
 
     a = np.asarray(samples, dtype=float)
     return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if a.size > 1 else 0.0,
-            "median": float(np.median(a)), "min": float(a.min()), "max": float(a.max()), "n": int(a.size)}
+            "median": float(np.median(a)), "min": float(a.min()), "max": float(a.max()), "n": int(a.size),
+            "cpu_seconds": cpu_seconds}
 
 
-def _timed(fn, repeats: int, warmup: int) -> list[float]:
+def _busy_cpu_seconds() -> float:
+    """Processor time this machine spent on anything but idling so far (all cores, all processes)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def _timed(fn, repeats: int, warmup: int) -> tuple[list[float], float]:
+    """Wall seconds of each repetition, and the machine's busy CPU-seconds per repetition.
+
+    The CPU-seconds count every process (PS, worker, kernel network stack, this client): what
+    one operation costs the whole machine, the input of the extended model's capacity bound.
+    """
     for _ in range(warmup):
         fn()
     out = []
+    c0 = _busy_cpu_seconds()
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
-    return out
+    return out, (_busy_cpu_seconds() - c0) / repeats
 
 
 def _task_of(device: str) -> int:
@@ -162,7 +177,7 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
             with tf.device(worker):
                 grad_step().numpy()
 
-        out["t_grad"][str(b)] = _stats(_timed(one, repeats, warmup))
+        out["t_grad"][str(b)] = _stats(*_timed(one, repeats, warmup))
 
     @tf.function
     def pull():
@@ -189,9 +204,9 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
                 fn().numpy()
         return go
 
-    out["t_pull"] = _stats(_timed(call(pull), repeats, warmup))
-    out["t_push"] = _stats(_timed(call(push), repeats, warmup))
-    out["t_latency"] = _stats(_timed(call(ping), repeats, warmup))
+    out["t_pull"] = _stats(*_timed(call(pull), repeats, warmup))
+    out["t_push"] = _stats(*_timed(call(push), repeats, warmup))
+    out["t_latency"] = _stats(*_timed(call(ping), repeats, warmup))
     del ntvars
     print(f"[speedup] probe {network}: t_grad {out['t_grad']}, pull {out['t_pull']['mean']:.4f} s, "
           f"push {out['t_push']['mean']:.4f} s", flush=True)

@@ -93,6 +93,21 @@ class ClusterResult:
     def task(self, name: str) -> dict:
         return next(t for t in self.tasks if t["name"] == name)
 
+    def bytes_between(self, start: float, end: float) -> dict[str, dict[str, int]]:
+        """Emulated network: bytes each task sent / received between two wall-clock times (``time.time()``).
+
+        From the supervisor's samples (every 0.2 s): the last sample at or before ``start`` and
+        the first at or after ``end``, so the window is widened by up to 0.2 s on each side.
+        """
+        path = self.run_dir / "link_samples.jsonl"
+        if not path.exists():
+            raise ClusterError("no link samples: bytes per window need an emulated network")
+        samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        before = [s for s in samples if s["time"] <= start] or samples[:1]
+        after = [s for s in samples if s["time"] >= end] or samples[-1:]
+        a, b = before[-1]["links"], after[0]["links"]
+        return {t: {k: b[t][k] - a.get(t, {}).get(k, 0) for k in ("sent", "received")} for t in b}
+
 
 @functools.lru_cache(maxsize=1)
 def netns_available() -> bool:

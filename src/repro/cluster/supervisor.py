@@ -179,6 +179,8 @@ class Supervisor:
         for name, v in self.veths.items():
             if v in dev:
                 self.links[name] = {"sent": dev[v]["rx"], "received": dev[v]["tx"]}
+        with open(self.run_dir / "link_samples.jsonl", "a") as f:  # wall-clock series: bytes in a time window
+            f.write(json.dumps({"time": time.time(), "links": self.links}) + "\n")
         return dict(self.links)
 
     def _poll(self) -> list[dict]:
