@@ -251,9 +251,15 @@ def test_keyboard_interrupt_tears_down(tmp_path):
         time.sleep(0.3)
         _thread.interrupt_main()
 
-    threading.Thread(target=interrupt_when_ready, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        cluster.run_cluster(f"{EX}:sleep", server="tcp", run_dir=run_dir, **iso())
+    # interrupt_main() is a no-op unless Python's own SIGINT handler is installed; an earlier test's
+    # library may have replaced it (seen once in CI), so install it for this test
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_when_ready, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            cluster.run_cluster(f"{EX}:sleep", server="tcp", run_dir=run_dir, timeout=60, **iso())
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert no_leftovers(run_dir)
 
 
