@@ -149,7 +149,6 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
         keras.utils.set_random_seed(seed)
         net = build_network(network, image_size, num_classes)
     tvars = list(net.trainable_variables)
-    ntvars = list(net.non_trainable_variables)
     print(f"[speedup] probe {network}: model built on the worker", flush=True)
     placed = sorted({v.value.device for v in tvars})
     if any("/job:worker" not in d for d in placed):
@@ -207,7 +206,6 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
     out["t_pull"] = _stats(*_timed(call(pull), repeats, warmup))
     out["t_push"] = _stats(*_timed(call(push), repeats, warmup))
     out["t_latency"] = _stats(*_timed(call(ping), repeats, warmup))
-    del ntvars
     print(f"[speedup] probe {network}: t_grad {out['t_grad']}, pull {out['t_pull']['mean']:.4f} s, "
           f"push {out['t_push']['mean']:.4f} s", flush=True)
     return out
