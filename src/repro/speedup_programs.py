@@ -39,6 +39,7 @@ import re
 import time
 
 from .cluster import context
+from .distributed_programs import synthetic_batch
 
 NETWORK_SIDE_CLASSIFIERS = False  # GoogLeNet trains without its two side classifiers here (one output)
 
@@ -70,14 +71,6 @@ def build_network(name: str, image_size: int, num_classes: int):
     if name == "GoogLeNet":
         return build(image_size, num_classes, side_classifiers=NETWORK_SIDE_CLASSIFIERS)
     return build(image_size, num_classes)
-
-
-def _synthetic(batch: int, image_size: int, num_classes: int, seed: int):
-    import tensorflow as tf
-
-    x = tf.random.stateless_uniform([batch, image_size, image_size, 3], seed=[seed, 0])
-    y = tf.random.stateless_uniform([batch], seed=[seed, 1], maxval=num_classes, dtype=tf.int32)
-    return x, y
 
 
 def _stats(samples: list[float], cpu_seconds: float | None = None) -> dict:
@@ -162,7 +155,7 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
            "bytes": nbytes, "tensors": len(tvars), "t_grad": {}}
     for b in batch_sizes:
         with tf.device(worker):
-            x, y = _synthetic(b, image_size, num_classes, seed)
+            x, y = synthetic_batch(b, image_size, num_classes, seed)
 
             @tf.function
             def grad_step():
@@ -393,7 +386,7 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
 
     def iterator_for(b):
         def dataset_fn():
-            x, y = _synthetic(b, image_size, num_classes, seed + 1)
+            x, y = synthetic_batch(b, image_size, num_classes, seed + 1)
             return tf.data.Dataset.from_tensors((x, y)).repeat()
         return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
