@@ -221,10 +221,7 @@ def measure(method: str, workers: int, p: dict, cluster_dir: Path, network=None,
     common = {"models": models, "batch_size": p["batch_size"], "warmup_steps": p["warmup_steps"],
               "steps": p["steps"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
               "seed": p["seed"]}
-    env = None
-    if p["threads_per_worker"]:
-        # intra-op only: one inter-op thread deadlocks a PS worker's dataset iterator (checked here)
-        env = {"TF_NUM_INTRAOP_THREADS": str(p["threads_per_worker"])}
+    env = cluster.thread_env(p["threads_per_worker"])
     if method in ALLREDUCE:
         res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=0, chief=False, program_roles=("worker",),
                                   kwargs=common, timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir, env=env,
@@ -295,7 +292,7 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
     from . import cluster
 
     m = _model_specs(p)[0]
-    env = {"TF_NUM_INTRAOP_THREADS": str(p["threads_per_worker"])} if p["threads_per_worker"] else None
+    env = cluster.thread_env(p["threads_per_worker"])
     common = {"batch_size": p["batch_size"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
               "seed": p["seed"]}
     rows = []
@@ -378,9 +375,8 @@ def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: dict, comput
                      "measured_over_analytic": max(sent, received) / volume,
                      "total_images_per_sec": r["total_images_per_sec"],
                      "comm_bound_images_per_sec": comm_bound, "loopback_images_per_sec": cb,
-                     "predicted_images_per_sec": min(comm_bound, cb) if cb == cb else comm_bound,
-                     "critical_mbps": volume * 8 * directions * cb / (n * p["batch_size"]) / 1e6
-                     if cb == cb else float("nan")})
+                     "predicted_images_per_sec": comm_bound if math.isnan(cb) else min(comm_bound, cb),
+                     "critical_mbps": volume * 8 * directions * cb / (n * p["batch_size"]) / 1e6})  # NaN stays NaN
     return rows
 
 

@@ -112,12 +112,6 @@ def _network_arg(link: str):
     return None if link == "loopback" else cluster.Network(bandwidth=link)
 
 
-def _env(p: dict) -> dict | None:
-    if p["threads_per_worker"]:
-        return {"TF_NUM_INTRAOP_THREADS": str(p["threads_per_worker"])}
-    return None
-
-
 def check(p: dict) -> None:
     """One-line errors for a measuring configuration, before anything runs."""
     for n in p["measure_workers"]:
@@ -139,8 +133,9 @@ def probes(p: dict, base: Path) -> pd.DataFrame:
     sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
                                             if "sync-split" in p["measure_modes"]})
     rows = []
+    env = cluster.thread_env(p["threads_per_worker"])
     for link in p["probe_links"]:
-        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=_network_arg(link), env=_env(p),
+        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=_network_arg(link), env=env,
                                   kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
                                           "num_classes": p["measure_classes"], "batch_sizes": sizes,
                                           "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
@@ -165,11 +160,12 @@ def runs(p: dict, base: Path) -> pd.DataFrame:
     from . import cluster
 
     rows = []
+    env = cluster.thread_env(p["threads_per_worker"])
     for server in p["measure_servers"]:
         for n in p["measure_workers"]:
             res = cluster.run_cluster(
                 f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
-                network=_network_arg(p["train_link"]), env=_env(p), timeout=p["timeout"], ready_timeout=180,
+                network=_network_arg(p["train_link"]), env=env, timeout=p["timeout"], ready_timeout=180,
                 run_dir=base / f"train-{server}-{n}",
                 kwargs={"networks": p["measure_networks"], "server": server, "image_size": p["measure_image_size"],
                         "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],

@@ -184,6 +184,15 @@ def leftover_processes(run_dir: str | Path) -> list[dict]:
     return found
 
 
+def thread_env(intra_op_threads: int) -> dict | None:
+    """Environment giving every cluster process ``intra_op_threads`` TensorFlow intra-op threads (0: TF's default).
+
+    Intra-op only: one inter-op thread deadlocks a parameter-server worker's dataset iterator
+    (checked here), so the inter-op pool stays at TensorFlow's default.
+    """
+    return {"TF_NUM_INTRAOP_THREADS": str(intra_op_threads)} if intra_op_threads else None
+
+
 def _program_cmd(program: str) -> list[str]:
     if not isinstance(program, str) or not (program.endswith(".py") or ":" in program):
         raise ClusterError(f"program must be 'module:function' or a .py file, got {program!r}")
