@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml tools/install_horovod.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[cpu,test]"
-	tools/install_horovod.sh $(BIN)/python
+	tools/install_horovod.sh --optional $(BIN)/python
 	$(BIN)/python -m ipykernel install --sys-prefix --name repro --display-name "Python (repro)" >/dev/null
 	touch $(STAMP)
 

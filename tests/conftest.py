@@ -9,6 +9,27 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+REQUIRE_EXTRAS = "REPRO_REQUIRE_EXTRAS"  # set by .ci/run: optional parts must be there, not skipped
+
+
+@pytest.fixture
+def need():
+    """``need(what, present, how_to_get)``: skip with the reason where an optional part is absent.
+
+    Optional parts (Debian's Fashion-MNIST, headless Chromium, Horovod) are not on every machine, so
+    such tests skip there; CI installs them and sets ``REPRO_REQUIRE_EXTRAS=1``, where a missing part fails.
+    """
+
+    def check(what: str, present: bool, how_to_get: str) -> None:
+        if present:
+            return
+        if os.environ.get(REQUIRE_EXTRAS):
+            pytest.fail(f"{what} is missing but {REQUIRE_EXTRAS} is set ({how_to_get}; see .ci/run)")
+        pytest.skip(f"{what} not installed ({how_to_get})")
+
+    return check
+
+
 @pytest.fixture
 def results_root(tmp_path, monkeypatch):
     """A private results root: tests never touch the checkout's results/."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
 import shutil
 import threading
@@ -25,17 +24,15 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = (results.project_root() or Path.cwd()) / "_build" / "screenshots"
 
 
-def _browser_or_skip():
+def _browser_or_skip(need):
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.options import Options
         from selenium.webdriver.chrome.service import Service
     except ImportError:
         webdriver = None
-    if webdriver is None or not CHROMIUM or not CHROMEDRIVER:
-        if os.environ.get("CI"):
-            pytest.fail("CI must have chromium, chromium-driver and selenium (see .ci/run)")
-        pytest.skip("headless Chromium not installed (apt-get install chromium chromium-driver)")
+    need("headless Chromium", webdriver is not None and bool(CHROMIUM) and bool(CHROMEDRIVER),
+         "apt-get install chromium chromium-driver; pip install selenium")
     opts = Options()
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -76,60 +73,64 @@ def _fetch(url: str, cache: dict) -> tuple[int, str]:
     return cache[url]
 
 
-def check_site(html_dir: Path, base: str, shots: Path) -> dict:
+@pytest.fixture
+def browser(need):
+    """Headless Chromium, asked for before a book is built (skips, or fails under .ci/run, when absent)."""
+    driver = _browser_or_skip(need)
+    yield driver
+    driver.quit()
+
+
+def check_site(driver, html_dir: Path, base: str, shots: Path) -> dict:
     """Visit every page; returns counts. Fails with the list of every problem found."""
     pages = sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
                    if not p.relative_to(html_dir).as_posix().startswith(("_", "genindex", "search")))
-    driver = _browser_or_skip()
     problems, cache, links_checked = [], {}, 0
-    try:
-        for page in pages:
-            driver.get(base + page)
-            if not driver.title or "404" in driver.title:
-                problems.append(f"{page}: did not load (title {driver.title!r})")
-            for src in driver.execute_script(
-                    "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"):
-                problems.append(f"{page}: image not loaded: {src}")
-            hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
-            for href in set(hrefs):
-                if not href.startswith(base):
-                    continue  # external links are not followed from a machine without internet
-                url, _, frag = href.partition("#")
-                status, body = _fetch(url, cache)
-                links_checked += 1
-                if status != 200:
-                    problems.append(f"{page}: broken link {href} ({status})")
-                elif frag and url.endswith(".html") and not re.search(
-                        r'id="%s"' % re.escape(urllib.parse.unquote(frag)), body):
-                    problems.append(f"{page}: link to missing anchor {href}")
-            if page.startswith("notebooks/"):
-                n_img = driver.execute_script("return document.querySelectorAll('article img').length")
-                verdict_tables = driver.execute_script(
-                    "return Array.from(document.querySelectorAll('table')).filter(t => "
-                    "Array.from(t.querySelectorAll('th')).some(h => /verdict/i.test(h.textContent))).length")
-                if n_img == 0:
-                    problems.append(f"{page}: chapter shows no figure")
-                if verdict_tables == 0:
-                    problems.append(f"{page}: chapter has no table with a verdict column")
-        driver.get(base + "book/intro.html")
-        text = driver.find_element("tag name", "article").text
-        if not re.search(r"\d+ claims: ", text):
-            problems.append("front page: no claims ledger")
-        shots.mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(shots / "front.png"))
-        driver.get(base + "notebooks/03_optimizers.html")
-        driver.save_screenshot(str(shots / "chapter.png"))
-    finally:
-        driver.quit()
+    for page in pages:
+        driver.get(base + page)
+        if not driver.title or "404" in driver.title:
+            problems.append(f"{page}: did not load (title {driver.title!r})")
+        for src in driver.execute_script(
+                "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"):
+            problems.append(f"{page}: image not loaded: {src}")
+        hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+        for href in set(hrefs):
+            if not href.startswith(base):
+                continue  # external links are not followed from a machine without internet
+            url, _, frag = href.partition("#")
+            status, body = _fetch(url, cache)
+            links_checked += 1
+            if status != 200:
+                problems.append(f"{page}: broken link {href} ({status})")
+            elif frag and url.endswith(".html") and not re.search(
+                    r'id="%s"' % re.escape(urllib.parse.unquote(frag)), body):
+                problems.append(f"{page}: link to missing anchor {href}")
+        if page.startswith("notebooks/"):
+            n_img = driver.execute_script("return document.querySelectorAll('article img').length")
+            verdict_tables = driver.execute_script(
+                "return Array.from(document.querySelectorAll('table')).filter(t => "
+                "Array.from(t.querySelectorAll('th')).some(h => /verdict/i.test(h.textContent))).length")
+            if n_img == 0:
+                problems.append(f"{page}: chapter shows no figure")
+            if verdict_tables == 0:
+                problems.append(f"{page}: chapter has no table with a verdict column")
+    driver.get(base + "book/intro.html")
+    text = driver.find_element("tag name", "article").text
+    if not re.search(r"\d+ claims: ", text):
+        problems.append("front page: no claims ledger")
+    shots.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(shots / "front.png"))
+    driver.get(base + "notebooks/03_optimizers.html")
+    driver.save_screenshot(str(shots / "chapter.png"))
     assert not problems, "\n".join(problems)
     return {"pages": len(pages), "links": links_checked}
 
 
 @pytest.mark.slow
-def test_smoke_book_in_a_browser(smoke_runs, tmp_path, serve):
+def test_smoke_book_in_a_browser(browser, smoke_runs, tmp_path, serve):
     index = book.build("smoke", out=tmp_path / "book", results_dir=smoke_runs["root"], quiet=True)
     html_dir = index.parent
-    counts = check_site(html_dir, serve(html_dir), SCREENSHOTS / "smoke")
+    counts = check_site(browser, html_dir, serve(html_dir), SCREENSHOTS / "smoke")
     chapters = {spec.notebook for spec in params.experiments().values()}
     assert counts["pages"] >= len(chapters) + 3  # intro, how to reproduce, bibliography, every chapter
     assert counts["links"] > 20
@@ -137,9 +138,14 @@ def test_smoke_book_in_a_browser(smoke_runs, tmp_path, serve):
 
 
 @pytest.mark.slow
-def test_published_book_in_a_browser(tmp_path, serve):
+def test_published_book_in_a_browser(browser, tmp_path, serve):
     profile = book.default_published_profile()  # the repository carries published runs: none is a failure
     index = book.build(profile, out=tmp_path / "published", results_dir=book.published_root(), quiet=True)
-    check_site(index.parent, serve(index.parent), SCREENSHOTS / f"published-{profile}")
+    check_site(browser, index.parent, serve(index.parent), SCREENSHOTS / f"published-{profile}")
     front = (index.parent / "book" / "intro.html").read_text(encoding="utf-8")
-    assert "claims:" in front
+    total = int(re.search(r"(\d+) claims: ", front).group(1))
+    assert total >= 40  # the published cpu ledger: every chapter's claims, not a stub
+    # the per-paper overview above the rows ends with the totals row, whose last cell is that count
+    row = re.search(r"<strong>all</strong>.*?</tr>", front, re.S).group(0)
+    assert re.findall(r"<strong>(\d+)</strong>", row)[-1] == str(total)
+    assert "Convergent" in front and "illegible" not in front  # cloudcost2017 cited by its short title

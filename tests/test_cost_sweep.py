@@ -137,7 +137,7 @@ def test_smoke_notebook_results(smoke_runs):
     run_dir = smoke_runs["cost_study"]
     prov = json.loads((run_dir / "provenance.json").read_text())
     assert prov["status"] == "complete" and prov["cores_swept"] == [1, 2]
-    assert {d["name"] for d in prov["datasets"]} == {"mnist_subset", "fashion_mnist_rgb32"}
+    assert {d["name"] for d in prov["datasets"]} == {"mnist_subset", "mnist_subset_rgb32"}
     runs = pd.read_csv(run_dir / "runs.csv")
     assert len(runs) == 4  # 2 networks x cores 1, 2 x 1 repetition
     assert sorted(runs["cores"]) == [1, 1, 2, 2]

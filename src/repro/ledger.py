@@ -13,7 +13,7 @@ import pandas as pd
 
 COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "evidence"]
 # A verdict starts with one of these (details may follow in parentheses).
-CATEGORIES = ("reproduced", "partly", "differs", "not comparable", "not testable here", "not measured yet")
+CATEGORIES = ("reproduced", "partly", "differs", "not comparable", "not testable here", "not measured")
 
 
 def category(verdict: str) -> str:
@@ -48,14 +48,26 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
     return out
 
 
+def overview(ledger: pd.DataFrame) -> str:
+    """Verdict counts per paper (rows) and category (columns), with totals: the ledger at a glance."""
+    cats = [c for c in CATEGORIES if c in set(ledger["category"])]
+    table = pd.crosstab(ledger["paper"], ledger["category"]).reindex(columns=cats, fill_value=0)
+    table = table.reindex(list(dict.fromkeys(ledger["paper"])))  # papers in ledger order
+    lines = ["| paper | " + " | ".join(cats) + " | all |", "|---" * (len(cats) + 2) + "|"]
+    for paper, row in table.iterrows():
+        lines.append(f"| {{cite:t}}`{paper}` | " + " | ".join(str(int(v)) for v in row) + f" | {int(row.sum())} |")
+    lines.append("| **all** | " + " | ".join(f"**{int(v)}**" for v in table.sum()) + f" | **{len(ledger)}** |")
+    return "\n".join(lines)
+
+
 def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
     """The front page's ledger: a summary count per verdict and one row per claim."""
     if ledger.empty:
         return "*No claims recorded by the rendered runs.*\n"
     counts = ledger["category"].value_counts()
     summary = ", ".join(f"**{counts[c]}** {c}" for c in CATEGORIES if c in counts)
-    lines = [f"{len(ledger)} claims: {summary}.", "", "| paper | claim | paper says | we measured | verdict | evidence |",
-             "|---|---|---|---|---|---|"]
+    lines = [f"{len(ledger)} claims: {summary}.", "", overview(ledger), "",
+             "| paper | claim | paper says | we measured | verdict | evidence |", "|---|---|---|---|---|---|"]
     for r in ledger.itertuples():
         link = f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
         cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):], link]

@@ -42,6 +42,22 @@ def project_root() -> Path | None:
     return None
 
 
+def relative_to_project(path: Path) -> str:
+    """``path`` relative to the checkout when it lies inside it (what a published notebook shows), else absolute."""
+    root = project_root()
+    path = Path(path).resolve()
+    if root is not None and path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    return str(path)
+
+
+def from_project(path: str | Path) -> Path:
+    """A path as :func:`relative_to_project` wrote it, made absolute again (relative = to the checkout)."""
+    path = Path(path).expanduser()
+    root = project_root()
+    return path if path.is_absolute() or root is None else root / path
+
+
 def results_root() -> Path:
     """``$REPRO_RESULTS``, else ``results/`` in the checkout, else ``./results``."""
     env = os.environ.get("REPRO_RESULTS")
@@ -144,7 +160,7 @@ class Run:
         self.profile = profile
         self.params = dict(params)
         self.managed = run_dir is not None
-        self.dir = Path(run_dir) if run_dir is not None else create_run_dir(experiment, profile)
+        self.dir = from_project(run_dir) if run_dir is not None else create_run_dir(experiment, profile)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.record: dict[str, Any] = provenance.collect(experiment, profile, self.params)
         self.record["status"] = "running"
