@@ -18,37 +18,76 @@ def test_verdict_categories():
 
 
 def test_frame_rejects_incomplete_rows_and_unknown_verdicts():
-    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t"}
+    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t",
+           "basis": "measured", "runs": 3}
     assert list(ledger.frame([row]).columns) == ledger.COLUMNS
     with pytest.raises(ValueError, match="every column"):
         ledger.frame([{k: v for k, v in row.items() if k != "evidence"}])
+    with pytest.raises(ValueError, match="every column"):
+        ledger.frame([{k: v for k, v in row.items() if k != "basis"}])
     with pytest.raises(ValueError):
         ledger.frame([dict(row, verdict="probably")])
+    with pytest.raises(ValueError, match="basis 'guess' is not one of"):
+        ledger.frame([dict(row, basis="guess")])
+
+
+def test_reproduced_needs_a_measurement_and_two_runs_of_a_random_quantity():
+    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t",
+           "basis": "measured", "runs": 1}
+    # the paper's equations on its own inputs: 'consistent', never 'reproduced'
+    with pytest.raises(ValueError, match="'reproduced' needs basis measured or emulated, not 'equations'"):
+        ledger.frame([dict(row, basis="equations")])
+    with pytest.raises(ValueError, match="'consistent' is the verdict of basis 'equations'"):
+        ledger.frame([dict(row, verdict="consistent (own equations)")])
+    eq = ledger.frame([dict(row, verdict="consistent (own equations)", basis="equations", runs=0)])
+    assert ledger.category(eq.loc[0, "verdict"]) == "consistent"
+    # one run of a stochastic quantity is not enough; of an exact one it is; two runs are
+    one = ledger.frame([dict(row, stochastic=True)]).loc[0]
+    assert one["verdict"] == ("not comparable (1 run of a stochastic quantity; reproduced needs >= 2 "
+                              "independent runs)")
+    assert ledger.frame([dict(row)]).loc[0, "verdict"] == "reproduced"
+    assert ledger.frame([dict(row, runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
+    assert ledger.frame([dict(row, basis="emulated", runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
+    # other verdicts pass through unchanged
+    assert ledger.frame([dict(row, verdict="differs (x)", stochastic=True)]).loc[0, "verdict"] == "differs (x)"
 
 
 def test_collect_and_markdown_link_to_the_evidence(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     ledger.frame([{"paper": "polishchuk2019", "claim": "Adam | best", "paper_value": "best", "ours": "rank 3",
-                   "verdict": "differs (rank 3)", "evidence": "optimizers-claims"}]).to_csv(a / "ledger.csv", index=False)
+                   "verdict": "differs (rank 3)", "evidence": "optimizers-claims", "basis": "measured",
+                   "runs": 2}]).to_csv(a / "ledger.csv", index=False)
     ledger.frame([{"paper": "slampa2017", "claim": "VGG16E < 1", "paper_value": "prediction", "ours": "0.34",
-                   "verdict": "reproduced", "evidence": "speedup-claims"},
+                   "verdict": "consistent (own equations)", "evidence": "speedup-claims", "basis": "equations", "runs": 0},
                   {"paper": "slampa2017", "claim": "measured", "paper_value": "m", "ours": "–",
-                   "verdict": "not measured yet (cluster)", "evidence": "speedup-claims"}]).to_csv(b / "ledger.csv", index=False)
+                   "verdict": "not measured yet (cluster)", "evidence": "speedup-claims", "basis": "none",
+                   "runs": 0}]).to_csv(b / "ledger.csv", index=False)
     df = ledger.collect({"optimizers": (a, "notebooks/03_optimizers"), "speedup": (b, "notebooks/04_speedup"),
                          "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")})
-    assert df["category"].tolist() == ["differs", "reproduced", "not measured"]
+    assert df["category"].tolist() == ["differs", "consistent", "not measured"]
     md = ledger.markdown(df)
-    assert md.startswith("3 claims: **1** reproduced, **1** differs, **1** not measured.")
-    # the overview above the rows: verdict counts per paper, in ledger order, with totals
-    assert "| paper | reproduced | differs | not measured | all |" in md
+    assert md.startswith("3 claims: **1** consistent, **1** differs, **1** not measured.")
+    # the overviews above the rows: verdict counts per paper (ledger order) and per basis, with totals
+    assert "| paper | consistent | differs | not measured | all |" in md
     assert "| {cite:t}`polishchuk2019` | 0 | 1 | 0 | 1 |" in md
     assert "| {cite:t}`slampa2017` | 1 | 0 | 1 | 2 |" in md
-    assert "| **all** | **1** | **1** | **1** | **3** |" in md
+    assert "| basis | consistent | differs | not measured | all |" in md
+    assert "| measured | 0 | 1 | 0 | 1 |" in md and "| equations | 1 | 0 | 0 | 1 |" in md
+    assert md.count("| **all** | **1** | **1** | **1** | **3** |") == 2
     assert md.index("| **all** |") < md.index("Adam / best")
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">optimizers</a>' in md
-    assert "Adam / best" in md  # a pipe inside a cell cannot break the table
+    assert "| rank 3 | **differs** (rank 3) | measured (2) |" in md  # a pipe inside a cell cannot break the table
+    assert "Adam / best" in md
     assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md
+
+
+def test_ledgers_older_than_the_basis_column_are_shown_as_not_recorded(tmp_path):
+    pd.DataFrame([{"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced",
+                   "evidence": "t"}]).to_csv(tmp_path / "ledger.csv", index=False)
+    df = ledger.collect({"x": (tmp_path, "notebooks/x")})
+    assert df.loc[0, "basis"] == ledger.UNRECORDED and df.loc[0, "runs"] == "–"
+    assert "| not recorded | 1 | 1 |" in ledger.markdown(df)
 
 
 def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch):

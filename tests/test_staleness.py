@@ -270,8 +270,14 @@ def test_threaded_run_logs_every_update_consistently():
     assert log["update"].tolist() == list(range(1, 11))
     assert (log["apply_version"] == log["update"] - 1).all()
     assert (log["staleness"] == log["apply_version"] - log["read_version"]).all()
-    assert (log["staleness"] >= 0).all() and (log["staleness"] <= 9).all()
     assert log["worker"].value_counts().tolist() == [5, 5]
+    # a worker's next read comes after its own update: it sees at least the version that update created,
+    # so its staleness never counts its own updates (a log that did would break this)
+    for _, g in log.sort_values("update").groupby("worker"):
+        assert (g["read_version"].to_numpy()[1:] >= g["update"].to_numpy()[:-1]).all()
+        assert (g["read_version"].diff().dropna() >= 1).all()
+    # two workers: at most the other worker's updates since the read, and it has 5
+    assert log["staleness"].between(0, 5).all()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,7 +377,14 @@ def test_smoke_notebook_results(smoke_runs):
 
     claims = pd.read_csv(run_dir / "claims.csv")
     assert len(claims) >= 12
-    assert claims["verdict"].str.match(r"^(reproduced|differs \(|not comparable \(|not testable here \(|not measured yet \()").all()
+    cats = claims.set_index("claim")["verdict"].map(ledger.category)
+    # on smoke every stochastic claim is 'not comparable'; only the exact k = 1 equivalence is reproduced, and
+    # what is true by construction (rounds, state bytes) is never 'reproduced'
+    assert cats[cats == "reproduced"].index.tolist() == ["averaging after every minibatch equals single-machine training"]
+    for claim in ("averaging after every minibatch costs a network round every iteration",
+                  "averaging optimizer state adds network load"):
+        assert claims.set_index("claim").loc[claim, "verdict"].startswith("not comparable (true by construction")
+    assert (claims.loc[claims["basis"] == "none", "verdict"].map(ledger.category) != "reproduced").all()
     assert "not measured yet (needs the async parameter-server run)" in claims["verdict"].tolist()
     assert claims["verdict"].str.startswith("not comparable (smoke profile").sum() >= 5  # accuracy claims on smoke
     assert claims.loc[claims["claim"].str.startswith("averaging after every minibatch equals"), "verdict"].tolist() == ["reproduced"]

@@ -291,7 +291,7 @@ def run(profile: str | None = None, overrides: dict | None = None, run_dir=None)
     run.write_json("amdahl", _nan_to_none(tables.pop("amdahl_fits")))
     summary = make_summary(runs, tables, p, gpu, docker, prices)
     run.write_json("summary", summary)
-    run.write_csv("ledger", ledger_rows(tables["paper_vs_ours"]))
+    run.write_csv("ledger", ledger_rows(tables["paper_vs_ours"], p["repetitions"]))
     final = run.finish()
     tables = {"runs": runs, "epochs": epochs_df, **tables}
     result = Result(final, p, run.record, tables, summary)
@@ -680,10 +680,16 @@ def _nan_to_none(obj):
     return None if isinstance(obj, float) and math.isnan(obj) else obj
 
 
-def ledger_rows(pvo: pd.DataFrame) -> pd.DataFrame:
-    """This chapter's claims for the book's ledger (evidence: the paper-vs-ours table)."""
+def ledger_rows(pvo: pd.DataFrame, repetitions: int) -> pd.DataFrame:
+    """This chapter's claims for the book's ledger (evidence: the paper-vs-ours table).
+
+    Times, costs and memory are measured, ``repetitions`` runs per configuration; a row without a
+    number of ours ("-") has basis none."""
     return ledger.frame([{"paper": "cloudcost2017", "claim": r.finding, "paper_value": r.paper, "ours": r.ours,
-                          "verdict": r.verdict, "evidence": "cost-paper-vs-ours"} for r in pvo.itertuples()])
+                          "verdict": r.verdict, "evidence": "cost-paper-vs-ours",
+                          "basis": "none" if str(r.ours).strip() in ("-", "–") else "measured",
+                          "runs": 0 if str(r.ours).strip() in ("-", "–") else repetitions, "stochastic": True}
+                         for r in pvo.itertuples()])
 
 
 def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: dict, prices: _cost.PriceTable, gpu: dict, docker: dict) -> dict:

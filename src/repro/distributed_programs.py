@@ -408,14 +408,15 @@ def _kill(task: str) -> None:
     print(f"[distributed] killed {task}", flush=True)
 
 
-def ps_async_fault(model: dict, batch_size: int, steps: int, learning_rate: float, num_classes: int, seed: int,
-                   kill_after: int) -> dict:
-    """Async PS, fault injection: SIGKILL worker 1 after ``kill_after`` scheduled steps; count what completes.
+def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rate: float, num_classes: int,
+             seed: int, kill_after: int) -> dict:
+    """PS training with fault injection: SIGKILL worker 1 after ``kill_after`` scheduled closures.
 
-    The coordinator re-queues the killed worker's in-flight step on the survivors. Returns steps
-    scheduled, completed (their results fetched) and lost. The coordinator's threads keep waiting
-    for the dead worker to come back, so this process ends itself (``os._exit(0)``) a few seconds
-    after returning, once its result is written.
+    ``method`` ps_async (the paper's claim) or ps_sync (the control: is tolerance a property of
+    asynchrony, or of the PS design where the coordinator re-queues a dead worker's closures?).
+    Returns closures scheduled, completed (their results fetched), lost, and aggregated updates
+    (sync). The coordinator's threads keep waiting for the dead worker to come back, so this
+    process ends itself (``os._exit(0)``) a few seconds after returning, once its result is written.
     """
     import os
     import threading
@@ -429,15 +430,20 @@ def ps_async_fault(model: dict, batch_size: int, steps: int, learning_rate: floa
         keras.utils.set_random_seed(seed)
         net = build_model(model["name"], model["image_size"], num_classes)
     trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
-                         learning_rate, "ps_async")
+                         learning_rate, method)
     iterator = iter(coordinator.create_per_worker_dataset(
         _dataset_fn(batch_size, model["image_size"], num_classes, seed * 1000 + 1)))
     remote = []
     t0 = time.perf_counter()
-    for i in range(steps * n):
-        remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator,)))
-        if i + 1 == kill_after:
-            _kill("worker:1")
+    for _ in range(steps):
+        for _ in range(n):
+            remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator,)))
+            if len(remote) == kill_after:
+                _kill("worker:1")
+        if method == "ps_sync":  # barrier, then ONE update with the mean gradient, as run_steps does
+            coordinator.join()
+            trainer.apply(trainer.tf.constant(learning_rate / n)).numpy()
+            trainer.updates += 1
     coordinator.join()
     seconds = time.perf_counter() - t0
     completed = 0
@@ -451,7 +457,8 @@ def ps_async_fault(model: dict, batch_size: int, steps: int, learning_rate: floa
     timer.daemon = True
     timer.start()
     return {"scheduled": len(remote), "completed": completed, "lost": len(remote) - completed,
-            "killed_after": kill_after, "seconds": seconds}
+            "updates": trainer.updates if method == "ps_sync" else completed, "killed_after": kill_after,
+            "seconds": seconds}
 
 
 def sync_probe(batches: list[list], initial_weights: list[float], learning_rate: float) -> dict:

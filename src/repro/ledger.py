@@ -1,7 +1,16 @@
-"""The claims ledger: every claim of the papers, our measured value, a verdict, a link to the evidence.
+"""The claims ledger: every claim of the papers, our measured value, a verdict, its basis, the evidence.
 
 Each experiment writes ``ledger.csv`` (columns :data:`COLUMNS`) into its run directory; the
 book's front page is generated from those files, so it cannot drift from the data.
+
+Every row has a **basis** (:data:`BASES`): ``measured`` (our runs), ``emulated`` (our runs on a
+declared emulation of the paper's hardware), ``equations`` (the paper's own equations re-computed on
+its own inputs) or ``none`` (nothing of ours behind the number), and ``runs``, the independent
+seeds or repetitions behind it. :func:`frame` is the one place where the verdict rules are applied:
+
+* *reproduced* needs basis ``measured`` or ``emulated``, and at least two runs where the quantity is
+  stochastic (a row passes ``stochastic=True``); with one run it becomes *not comparable*;
+* a statement checked only by re-computing the paper's equations is *consistent*, never *reproduced*.
 """
 
 from __future__ import annotations
@@ -11,9 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "evidence"]
+COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "evidence", "basis", "runs"]
 # A verdict starts with one of these (details may follow in parentheses).
-CATEGORIES = ("reproduced", "partly", "differs", "not comparable", "not testable here", "not measured")
+CATEGORIES = ("reproduced", "consistent", "partly", "differs", "not comparable", "not testable here", "not measured")
+BASES = ("measured", "emulated", "equations", "none")
+UNRECORDED = "not recorded"  # ledgers written before the basis column existed (older published runs)
+MIN_RUNS = 2  # independent runs behind a 'reproduced' stochastic quantity
 
 
 def category(verdict: str) -> str:
@@ -24,13 +36,34 @@ def category(verdict: str) -> str:
     raise ValueError(f"verdict {verdict!r} does not start with one of: {', '.join(CATEGORIES)}")
 
 
+def settle(verdict: str, basis: str, runs: int, stochastic: bool) -> str:
+    """The verdict as the ledger's rules allow it (see the module docstring); raises on a contradiction."""
+    cat = category(verdict)
+    if basis not in BASES:
+        raise ValueError(f"basis {basis!r} is not one of: {', '.join(BASES)}")
+    if int(runs) < 0:
+        raise ValueError(f"runs must be >= 0, got {runs}")
+    if cat == "reproduced" and basis not in ("measured", "emulated"):
+        raise ValueError(f"'reproduced' needs basis measured or emulated, not {basis!r}: {verdict!r}")
+    if cat == "consistent" and basis != "equations":
+        raise ValueError(f"'consistent' is the verdict of basis 'equations', not {basis!r}")
+    if cat == "reproduced" and stochastic and int(runs) < MIN_RUNS:
+        return (f"not comparable ({int(runs)} run of a stochastic quantity; reproduced needs >= {MIN_RUNS} "
+                "independent runs)")
+    return verdict
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
-    """Validated ledger rows (``evidence`` is the HTML id of the table that shows the evidence)."""
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    if df[COLUMNS].isna().any().any():
-        raise ValueError("ledger rows need every column: " + ", ".join(COLUMNS))
-    df["verdict"].map(category)  # raises on an unknown verdict
-    return df
+    """Validated ledger rows (``evidence`` is the HTML id of the table that shows the evidence).
+
+    Each row has every column of :data:`COLUMNS` and may say ``stochastic`` (default False)."""
+    rows = [dict(r) for r in rows]
+    for r in rows:
+        if any(r.get(c) is None or (isinstance(r.get(c), float) and pd.isna(r.get(c))) for c in COLUMNS):
+            raise ValueError("ledger rows need every column: " + ", ".join(COLUMNS))
+        r["verdict"] = settle(r["verdict"], r["basis"], r["runs"], bool(r.pop("stochastic", False)))
+        r["runs"] = int(r["runs"])
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
@@ -40,6 +73,9 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
         path = Path(run_dir) / "ledger.csv"
         if path.is_file():
             df = pd.read_csv(path, keep_default_na=False, dtype=str)
+            for col in ("basis", "runs"):  # a run older than the basis column
+                if col not in df:
+                    df[col] = UNRECORDED if col == "basis" else "–"
             frames.append(df.assign(experiment=experiment, page=page))
     if not frames:
         return pd.DataFrame(columns=COLUMNS + ["experiment", "page", "category"])
@@ -48,14 +84,17 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
     return out
 
 
-def overview(ledger: pd.DataFrame) -> str:
-    """Verdict counts per paper (rows) and category (columns), with totals: the ledger at a glance."""
+def overview(ledger: pd.DataFrame, by: str = "paper") -> str:
+    """Verdict counts per ``by`` (paper or basis; rows) and category (columns), with totals."""
     cats = [c for c in CATEGORIES if c in set(ledger["category"])]
-    table = pd.crosstab(ledger["paper"], ledger["category"]).reindex(columns=cats, fill_value=0)
-    table = table.reindex(list(dict.fromkeys(ledger["paper"])))  # papers in ledger order
-    lines = ["| paper | " + " | ".join(cats) + " | all |", "|---" * (len(cats) + 2) + "|"]
-    for paper, row in table.iterrows():
-        lines.append(f"| {{cite:t}}`{paper}` | " + " | ".join(str(int(v)) for v in row) + f" | {int(row.sum())} |")
+    table = pd.crosstab(ledger[by], ledger["category"]).reindex(columns=cats, fill_value=0)
+    order = list(dict.fromkeys(ledger[by])) if by == "paper" else \
+        [b for b in (*BASES, UNRECORDED) if b in set(ledger[by])]
+    table = table.reindex(order)
+    label = (lambda v: f"{{cite:t}}`{v}`") if by == "paper" else (lambda v: v)
+    lines = [f"| {by} | " + " | ".join(cats) + " | all |", "|---" * (len(cats) + 2) + "|"]
+    for key, row in table.iterrows():
+        lines.append(f"| {label(key)} | " + " | ".join(str(int(v)) for v in row) + f" | {int(row.sum())} |")
     lines.append("| **all** | " + " | ".join(f"**{int(v)}**" for v in table.sum()) + f" | **{len(ledger)}** |")
     return "\n".join(lines)
 
@@ -66,10 +105,14 @@ def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
         return "*No claims recorded by the rendered runs.*\n"
     counts = ledger["category"].value_counts()
     summary = ", ".join(f"**{counts[c]}** {c}" for c in CATEGORIES if c in counts)
-    lines = [f"{len(ledger)} claims: {summary}.", "", overview(ledger), "",
-             "| paper | claim | paper says | we measured | verdict | evidence |", "|---|---|---|---|---|---|"]
+    lines = [f"{len(ledger)} claims: {summary}.", "", "Per paper:", "", overview(ledger, "paper"), "",
+             "Per basis (what stands behind the verdict):", "", overview(ledger, "basis"), "",
+             "| paper | claim | paper says | we measured | verdict | basis (runs) | evidence |",
+             "|---|---|---|---|---|---|---|"]
     for r in ledger.itertuples():
         link = f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
-        cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):], link]
+        basis = r.basis if r.basis in (UNRECORDED, "none", "equations") else f"{r.basis} ({r.runs})"
+        cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):],
+                 basis, link]
         lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -282,7 +282,8 @@ def ledger_rows(comparison: pd.DataFrame, claim_table: pd.DataFrame, summary: pd
     rows.append({"paper": "polishchuk2019", "claim": "about 1.5 h of training per optimizer",
                  "paper_value": "1.5 h", "ours": f"{s['train_time_s'].mean() / 3600:.2f} h",
                  "verdict": "not comparable (the paper's hardware is not stated)", "evidence": "optimizers-summary"})
-    return ledger.frame(rows)
+    runs = len(p["seeds"])  # accuracies and epochs are stochastic: one run per seed
+    return ledger.frame([dict(r, basis="measured", runs=runs, stochastic=True) for r in rows])
 
 
 # --- figures ---------------------------------------------------------------------------------

@@ -269,6 +269,9 @@ def semaphore_effect(cmp: pd.DataFrame, d: int) -> pd.DataFrame:
 
 
 ACCURATE_MAPE = 20.0  # "generally accurate": mean absolute error of the predicted time within 20 %
+# "(slightly) slower" as a band: at most 20 % slower than sequential training. The thesis gives no
+# number; this is our reading of "slightly", so a 2-5x slow-down does not pass as "slightly slower".
+SLIGHTLY_SLOWER_MIN = 0.8
 
 
 def _trend_right(g: pd.DataFrame, col: str) -> bool:
@@ -286,9 +289,10 @@ def measured_claims(cmp: pd.DataFrame) -> dict:
     plain = cmp[cmp["server"].isin(["central", "distributed"])]
     one = plain[(plain["workers"] == 1) & (plain["server"] == "distributed")]
     if not one.empty:
+        lo, hi = float(one["speedup_measured"].min()), float(one["speedup_measured"].max())
         out["one_worker_distributed_measured"] = (
-            f"N = 1, distributed: measured speedup {one['speedup_measured'].min():.2f}-{one['speedup_measured'].max():.2f}",
-            bool((one["speedup_measured"] < 1).all()))
+            f"N = 1, distributed: measured speedup {lo:.2f}-{hi:.2f} (slightly slower: "
+            f"{SLIGHTLY_SLOWER_MIN:g} <= S < 1)", SLIGHTLY_SLOWER_MIN <= lo and hi < 1)
     wide = plain.pivot_table(index=["network", "mode", "workers"], columns="server", values="speedup_measured")
     if {"central", "distributed"} <= set(wide.columns):
         w = wide.dropna()
