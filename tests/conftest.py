@@ -38,20 +38,54 @@ def results_root(tmp_path, monkeypatch):
     return root
 
 
+SMOKE_REUSE = "REPRO_SMOKE_REUSE"  # a results root whose smoke runs this session may reuse (.ci/run's stage 1)
+
+
+def _reusable(run_dir) -> bool:
+    """A finished smoke run of this very commit (clean tree), made with every optional part installed now.
+
+    ``.ci/run`` runs README's main job first (`make book` on a bare machine, no Horovod); its runs are
+    the same notebooks on the same commit, so the test session reads them instead of running them
+    again, except a run that lacked Horovod where Horovod is now installed (it runs again, so CI keeps
+    the real Horovod rows)."""
+    from repro import provenance, results
+    from repro.distributed_programs import horovod_available
+
+    rec = results.read_provenance(run_dir)
+    now = provenance.git_commit()
+    if rec.get("status") != "complete" or not now.get("commit") or now.get("dirty"):
+        return False
+    if rec.get("git", {}).get("commit") != now["commit"] or rec.get("git", {}).get("dirty"):
+        return False
+    return not (str(rec.get("horovod", "")).startswith("Horovod not installed") and horovod_available())
+
+
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory):
     """Every experiment's notebook executed once on the `smoke` profile through papermill.
 
-    Shared by the notebook tests and the book test, so each notebook runs once per session.
+    Shared by the notebook tests and the book test, so each notebook runs once per session; with
+    ``$REPRO_SMOKE_REUSE`` a run made by this commit there is copied instead (see :func:`_reusable`).
     Returns {experiment: finished run directory}.
     """
-    from repro import params, runner
+    import shutil
+    from pathlib import Path
+
+    from repro import params, results, runner
 
     root = tmp_path_factory.mktemp("smoke-results")
+    reuse = Path(os.environ[SMOKE_REUSE]) if os.environ.get(SMOKE_REUSE) else None
     old = os.environ.get("REPRO_RESULTS")
     os.environ["REPRO_RESULTS"] = str(root)
+    runs = {}
     try:
-        runs = {name: runner.execute(name, "smoke", root=root, log_output=False) for name in params.experiments()}
+        for name in params.experiments():
+            src = results.latest_run(name, "smoke", reuse, need="notebook.ipynb") if reuse else None
+            if src is not None and _reusable(src):
+                runs[name] = results.experiment_dir(name, "smoke", root) / src.name
+                shutil.copytree(src, runs[name])
+            else:
+                runs[name] = runner.execute(name, "smoke", root=root, log_output=False)
     finally:
         if old is None:
             os.environ.pop("REPRO_RESULTS", None)
