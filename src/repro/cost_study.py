@@ -686,9 +686,8 @@ def ledger_rows(pvo: pd.DataFrame, repetitions: int) -> pd.DataFrame:
     Times, costs and memory are measured, ``repetitions`` runs per configuration; a row without a
     number of ours ("-") has basis none."""
     return ledger.frame([{"paper": "cloudcost2017", "claim": r.finding, "paper_value": r.paper, "ours": r.ours,
-                          "verdict": r.verdict, "evidence": "cost-paper-vs-ours",
-                          "basis": "none" if str(r.ours).strip() in ("-", "–") else "measured",
-                          "runs": 0 if str(r.ours).strip() in ("-", "–") else repetitions, "stochastic": True}
+                          "verdict": r.verdict, "evidence": "cost-paper-vs-ours", "stochastic": True,
+                          **dict(zip(("basis", "runs"), ledger.basis_of(r.ours, repetitions)))}
                          for r in pvo.itertuples()])
 
 

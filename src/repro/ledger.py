@@ -53,6 +53,15 @@ def settle(verdict: str, basis: str, runs: int, stochastic: bool) -> str:
     return verdict
 
 
+NO_VALUE = ("–", "-", "")  # what an experiment writes in "ours" when it has no number
+
+
+def basis_of(ours, runs: int, nothing: bool = False) -> tuple[str, int]:
+    """``("measured", runs)`` where a value of ours stands behind a row, else ``("none", 0)``
+    (``ours`` empty, or ``nothing``: the experiment knows nothing was measured for it)."""
+    return ("none", 0) if nothing or str(ours).strip() in NO_VALUE else ("measured", int(runs))
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
     """Validated ledger rows (``evidence`` is the HTML id of the table that shows the evidence).
 

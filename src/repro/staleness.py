@@ -614,11 +614,10 @@ def claims_table(t: dict, eq: dict, sizes: dict, p: dict, cheap: str | None = No
         """``measured``: a stochastic quantity (accuracy, measured staleness); False: exact or structural."""
         if cheap and measured and verdict.startswith(("reproduced", "differs")):
             verdict = f"not comparable ({cheap})"
-        nothing = ours in ("–", "-") or verdict.startswith(("not measured", "not testable here"))
-        basis = "none" if nothing else "measured"
-        verdict = ledger.settle(verdict, basis, runs if basis == "measured" else 0, stochastic=measured)
-        rows.append({"claim": claim, "paper": paper_says, "ours": ours, "verdict": verdict, "evidence": evidence,
-                     "basis": basis, "runs": runs if basis == "measured" else 0})
+        # here a row that is not measured or not testable has an explanation, not a value, in "ours"
+        basis, n = ledger.basis_of(ours, runs, nothing=verdict.startswith(("not measured", "not testable here")))
+        rows.append({"claim": claim, "paper": paper_says, "ours": ours, "evidence": evidence, "basis": basis, "runs": n,
+                     "verdict": ledger.settle(verdict, basis, n, stochastic=measured)})
 
     add("data parallelism is preferable to model parallelism", "simpler, even load",
         "only data parallelism is implemented here", "not testable here (no model-parallel implementation)")
@@ -629,6 +628,14 @@ def claims_table(t: dict, eq: dict, sizes: dict, p: dict, cheap: str | None = No
         f"global batch {eq['global_batch']}, small CNN)",
         "reproduced" if diff <= eq["tolerance"] else f"differs (max difference {diff:.1e} > {eq['tolerance']:.0e})",
         measured=False)
+    _averaging_claims(add, t, sizes, p)
+    _async_claims(add, t, p)
+    _one_machine_claim(add, t)
+    return pd.DataFrame(rows)
+
+
+def _averaging_claims(add, t: dict, sizes: dict, p: dict) -> None:
+    """Parameter averaging: a round per minibatch, the 10-20 period, optimizer state (rows via ``add``)."""
     # a round per iteration
     ps = t["period_summary"]
     nmax = int(ps["workers"].max())
@@ -685,6 +692,10 @@ def claims_table(t: dict, eq: dict, sizes: dict, p: dict, cheap: str | None = No
             f"{(1 + ratio) * sizes['weight_bytes'] / 1e6:.3f} MB instead of {sizes['weight_bytes'] / 1e6:.3f} MB per worker",
             "not comparable (true by construction: averaging the state sends its bytes too; the sizes are "
             f"{'counted' if ratio > 0 else 'zero: no state'}, nothing is measured)", "staleness-state", measured=False)
+
+def _async_claims(add, t: dict, p: dict) -> None:
+    """Asynchronous SGD: throughput, mean staleness, staleness hurts, the mitigations (rows via ``add``)."""
+    thr = p["acceptable_drop"]
     add("asynchronous SGD has higher throughput than synchronous", "higher",
         "the emulation has no clock", "not testable here (needs the async parameter-server run)")
     # staleness = N
@@ -741,6 +752,12 @@ def claims_table(t: dict, eq: dict, sizes: dict, p: dict, cheap: str | None = No
                 "reproduced" if ok else "differs (" + ", ".join(f"best at tau = {tv}: {b}" for tv, b, gap in verdicts
                                                                 if gap < -TIE) + ")",
                 "staleness-mitigations")
+
+def _one_machine_claim(add, t: dict) -> None:
+    """"Train on one machine as long as you can", at equal epochs (row via ``add``)."""
+    ps = t["period_summary"]
+    nmax = int(ps["workers"].max())
+    kmax = int(ps[ps["workers"] == nmax]["period"].max())
     # one machine
     one = ps[ps["workers"] == 1]
     if len(one) and nmax > 1:
@@ -756,8 +773,6 @@ def claims_table(t: dict, eq: dict, sizes: dict, p: dict, cheap: str | None = No
     else:
         add("distributed training is not free: train on one machine as long as you can", "advice",
             "no single-worker run in this profile", "not testable here (no N = 1 run in this profile)", "staleness-periods")
-    return pd.DataFrame(rows)
-
 
 def _summary(t: dict, eq: dict, sizes: dict, p: dict) -> dict:
     ps, ts, ms, th = t["period_summary"], t["tau_summary"], t["mitigation_summary"], t["thread_staleness"]
