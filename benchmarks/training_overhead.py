@@ -1,4 +1,4 @@
-"""Does repro.training.fit cost anything over a bare model.fit? Prints images/s of both and the ratio.
+"""Does repro.ml.training.fit cost anything over a bare model.fit? Prints images/s of both and the ratio.
 
 Same network (the cloudcost2017 MNIST CNN), same data, same epochs, same batch size, same
 per-epoch test evaluation; the two are interleaved (bare, helper, bare, helper, ...) after a
@@ -11,7 +11,6 @@ timings are printed and written to benchmarks/results/, never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -31,7 +30,9 @@ def main() -> None:
 
     import keras
 
-    from repro import data, mnist_cnn, provenance, results, training
+    from repro.core import provenance, results
+    from repro.experiments.mnist_cnn import experiment as mnist_cnn
+    from repro.ml import data, training
 
     ds = data.load(args.dataset, n_train=args.n_train, n_test=2000)
     n = ds.info["n_train"]
@@ -62,7 +63,7 @@ def main() -> None:
         print(f"repeat {i + 1}/{args.repeats}: bare {runs['bare'][-1]:.0f} img/s, helper {runs['helper'][-1]:.0f} img/s", flush=True)
     med = {k: statistics.median(v) for k, v in runs.items()}
     ratio = med["helper"] / med["bare"]
-    print(f"median images/s: bare model.fit {med['bare']:.0f}, repro.training.fit {med['helper']:.0f}")
+    print(f"median images/s: bare model.fit {med['bare']:.0f}, repro.ml.training.fit {med['helper']:.0f}")
     print(f"ratio helper/bare = {ratio:.3f} (target >= 0.97)")
     out = Path(__file__).parent / "results" / "training_overhead.json"
     results.atomic_write_json(out, {

@@ -48,8 +48,8 @@ def _reusable(run_dir) -> bool:
     the same notebooks on the same commit, so the test session reads them instead of running them
     again, except a run that lacked Horovod where Horovod is now installed (it runs again, so CI keeps
     the real Horovod rows)."""
-    from repro import provenance, results
-    from repro.distributed_programs import horovod_available
+    from repro.core import provenance, results
+    from repro.experiments.distributed.programs import horovod_available
 
     rec = results.read_provenance(run_dir)
     now = provenance.git_commit()
@@ -71,7 +71,7 @@ def smoke_runs(tmp_path_factory):
     import shutil
     from pathlib import Path
 
-    from repro import params, results, runner
+    from repro.core import params, results, runner
 
     root = tmp_path_factory.mktemp("smoke-results")
     reuse = Path(os.environ[SMOKE_REUSE]) if os.environ.get(SMOKE_REUSE) else None

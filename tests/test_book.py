@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from repro import book, params
-from repro.book import BookError
+from repro.book import build as book
+from repro.book.build import BookError
+from repro.core import params
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from repro import book, params, results
+from repro.book import build as book
+from repro.core import params, results
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = (results.project_root() or Path.cwd()) / "_build" / "screenshots"

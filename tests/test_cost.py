@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro import cli, cost, cost_study
-from repro.params import ParameterError
-
+from repro import cli
+from repro.core.params import ParameterError
+from repro.experiments.cost_study import cost
+from repro.experiments.cost_study import experiment as cost_study
 
 # --- cost model: hand-computed cases -----------------------------------------------------------
 

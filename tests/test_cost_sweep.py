@@ -14,7 +14,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from repro import ledger, sweep
+from repro.core import ledger
+from repro.experiments.cost_study import sweep
 
 CORES = sweep.available_cores()
 

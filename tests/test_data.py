@@ -5,8 +5,8 @@ import gzip
 import numpy as np
 import pytest
 
-from repro import data
-from repro.data import DatasetUnavailable
+from repro.ml import data
+from repro.ml.data import DatasetUnavailable
 
 
 def _write_idx(path, array):

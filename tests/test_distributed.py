@@ -7,13 +7,15 @@ import math
 import pandas as pd
 import pytest
 
-from repro import cluster, distributed, ledger
-from repro.distributed_programs import horovod_available
-from repro.params import ParameterError
+from repro import cluster
+from repro.core import ledger
+from repro.core.params import ParameterError
+from repro.experiments.distributed import experiment as distributed
+from repro.experiments.distributed.programs import horovod_available
 
 NETNS = cluster.netns_available()
 ISO = {"isolation": "auto", "allow_exposed": not NETNS}
-PROGRAMS = "repro.distributed_programs"
+PROGRAMS = "repro.experiments.distributed.programs"
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -114,7 +116,7 @@ def test_table1_verdicts_against_the_printed_values():
 
 
 def test_flops_by_layer_arithmetic_of_a_small_cnn():
-    from repro.models import small_cnn
+    from repro.ml.models import small_cnn
 
     model = small_cnn((28, 28, 1), 10)
     # conv 3x3x1->16 on 26x26, conv 3x3x16->32 on 11x11, dense 800->10 (multiply-accumulates x 2)
@@ -220,7 +222,7 @@ def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
 
 
 def test_horovod_missing_is_one_line_and_the_run_goes_on(monkeypatch, results_root, capsys):
-    import repro.distributed_programs as dp
+    import repro.experiments.distributed.programs as dp
 
     monkeypatch.setattr(dp, "horovod_available", lambda: False)
     monkeypatch.setattr(distributed, "measure", lambda method, n, p, d, **kw: (
@@ -311,7 +313,7 @@ def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_killed_worker_async_ps_finishes_and_ring_stops_without_orphans(tmp_path):
-    from repro import params
+    from repro.core import params
 
     p = {**params.spec("distributed").resolve("smoke"), "steps": 10}
     faults = distributed.fault_runs(p, tmp_path).set_index("method")

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from repro import book, ledger, results
+from repro.book import build as book
+from repro.core import ledger, results
 
 
 def test_verdict_categories():

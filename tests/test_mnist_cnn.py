@@ -6,7 +6,8 @@ import nbformat
 import pandas as pd
 import pytest
 
-from repro import mnist_cnn, paper
+from repro.core import paper
+from repro.experiments.mnist_cnn import experiment as mnist_cnn
 
 
 def test_verdict_logic_on_hand_made_inputs():

@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro import optimizers, params
-from repro.params import ParameterError
+from repro.core import params
+from repro.core.params import ParameterError
+from repro.experiments.optimizers import experiment as optimizers
+from repro.ml import optim
 
 TINY = {"train_samples": 192, "test_samples": 96, "epochs": 3, "batch_size": 32, "seeds": [0],
         "optimizers": ["sgd", "adam", "rmsprop"], "tuned": False}
@@ -21,7 +23,7 @@ METRICS = ["loss", "accuracy", "test_loss", "test_accuracy"]
 def test_the_seven_are_keras_classes_with_the_shared_hyperparameters():
     import keras
 
-    built = {name: optimizers.make_optimizer(name, 0.02, 0.85) for name in optimizers.OPTIMIZERS}
+    built = {name: optim.make_optimizer(name, 0.02, 0.85) for name in optimizers.OPTIMIZERS}
     assert type(built["sgd"]) is keras.optimizers.SGD and built["sgd"].momentum == 0.0 and not built["sgd"].nesterov
     assert type(built["momentum"]) is keras.optimizers.SGD and built["momentum"].momentum == 0.85
     assert not built["momentum"].nesterov
@@ -109,7 +111,7 @@ def test_summary_arithmetic():
 
 
 def test_validation_split_never_touches_the_test_set():
-    from repro import data
+    from repro.ml import data
 
     ds = data.load("mnist_subset", n_train=200, n_test=50)
     val = optimizers.validation_split(ds, 0.25, seed=0)

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from repro import params
-from repro.params import ParameterError, ParamSpec
+from repro.core import params
+from repro.core.params import ParameterError, ParamSpec
 
 
 def test_profiles_resolve_to_their_values():

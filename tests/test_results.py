@@ -8,8 +8,8 @@ import threading
 import pandas as pd
 import pytest
 
-from repro import results
-from repro.results import Run
+from repro.core import atomic, results
+from repro.core.results import Run
 
 
 def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
@@ -19,7 +19,7 @@ def test_atomic_write_keeps_old_file_when_interrupted(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("killed mid-write")
 
-    monkeypatch.setattr(results.os, "replace", crash)
+    monkeypatch.setattr(atomic.os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
         results.atomic_write_json(target, {"accuracy": 0.9})
     assert json.loads(target.read_text()) == {"accuracy": 0.5}

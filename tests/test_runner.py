@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from repro import runner
+from repro.core import runner
 
 
 @pytest.mark.slow

@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro import cli, models, paper, speedup
-from repro import speedup_measure as sm
-from repro.params import ParameterError
+from repro import cli
+from repro.core import paper
+from repro.core.params import ParameterError
+from repro.experiments.speedup import experiment as speedup
+from repro.experiments.speedup import measure as sm
+from repro.ml import models
 
 # The running example: t_grad = 1 s, t_comm = 0.5 s, D = 8 batches (N = 4 unless stated).
 TG, TC, D = 1.0, 0.5, 8
@@ -320,7 +323,7 @@ def test_bad_measuring_configuration_is_one_line_before_any_run(overrides, messa
 
 
 def test_algorithm_3_7_gives_each_tensor_to_the_least_loaded_unit():
-    from repro.speedup_programs import assign_shards
+    from repro.experiments.speedup.programs import assign_shards
 
     # loads after each step: [10,0,0] [10,5,0] [10,5,3] [10,5,7] [10,11,7] [10,11,8]
     assert assign_shards([10, 5, 3, 4, 6, 1], 3) == [0, 1, 2, 2, 1, 2]
@@ -331,7 +334,7 @@ def test_algorithm_3_7_gives_each_tensor_to_the_least_loaded_unit():
 
 
 def test_extended_model_against_hand_computed_times():
-    from repro.speedup_measure import contention, extended_time
+    from repro.experiments.speedup.measure import contention, extended_time
 
     assert contention([1, 2, 4], cores=2, threads_per_worker=1).tolist() == [1.0, 1.0, 2.0]
     assert contention([1, 2], cores=2, threads_per_worker=0).tolist() == [1.0, 2.0]  # one worker uses both cores

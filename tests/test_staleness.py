@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro import averaging as av
-from repro import ledger
-from repro import staleness as st
-from repro.params import ParameterError
+from repro.core import ledger
+from repro.core.params import ParameterError
+from repro.experiments.staleness import averaging as av
+from repro.experiments.staleness import experiment as st
 
 LR = 0.25
 
@@ -325,10 +325,10 @@ def test_run_rejects_bad_parameters_in_one_line(results_root, overrides, fragmen
 
 
 def test_profiles_list_every_parameter_and_the_notebook():
-    from repro import params
+    from repro.core import params
 
     spec = params.spec("staleness")
-    assert spec.notebook == "05_staleness.ipynb" and spec.module == "repro.staleness"
+    assert spec.notebook == "05_staleness.ipynb" and spec.module == "repro.experiments.staleness.experiment"
     assert set(spec.profiles) == {"smoke", "cpu", "paper"}
     for name in spec.profiles:
         spec.resolve(name)  # every profile validates

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro import data, mnist_cnn, training
+from repro.experiments.mnist_cnn import experiment as mnist_cnn
+from repro.ml import data, training
 
 METRICS = ["loss", "accuracy", "test_loss", "test_accuracy"]
 

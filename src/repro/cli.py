@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import params as _params
+from repro.core import params as _params
 
 EXIT_USAGE = 2
 
@@ -22,7 +22,7 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from . import runner
+    from repro.core import runner
 
     names = list(_params.experiments()) if args.experiment == "all" else [args.experiment]
     plans = []
@@ -38,7 +38,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_book(args) -> int:
-    from . import book
+    from repro.book import build as book
 
     source = args.source or ("results" if args.profile else "published")
     if source == "published":
@@ -52,7 +52,7 @@ def _cmd_book(args) -> int:
 
 
 def _cmd_publish(args) -> int:
-    from . import book
+    from repro.book import build as book
 
     published = book.publish(args.profile)
     for path in published:
@@ -64,7 +64,7 @@ def _cmd_publish(args) -> int:
 
 
 def _cmd_data_status(args) -> int:
-    from . import data
+    from repro.ml import data
 
     rows = data.status()
     width = max(len(r["dataset"]) for r in rows)
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cmd_data_status)
 
     # Experiment modules may add their own tools (e.g. `repro estimate`, `repro cost`):
-    # a module named in repro/profiles/<experiment>.yaml that defines add_cli(subparsers).
+    # an experiment module (repro/experiments/<name>/experiment.py) that defines add_cli(subparsers).
     # Such modules must import cheaply (TensorFlow only inside functions).
     import importlib
 
@@ -121,9 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .book import BookError
-    from .data import DatasetUnavailable
-    from .runner import RunFailed
+    from repro.book.build import BookError
+    from repro.core.runner import RunFailed
+    from repro.ml.data import DatasetUnavailable
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -17,11 +17,35 @@ Programs read their place in the cluster with :func:`context`. Nothing here impo
 at import time. Errors are :class:`ClusterError` (a ``ValueError``) with a one-line message.
 """
 
-from .launch import ClusterInterrupted, ClusterResult, Network, leftover_processes, netns_available, resolve_isolation, run_cluster, thread_env
+from .launch import (
+                   ClusterInterrupted,
+                   ClusterResult,
+                   Network,
+                   leftover_processes,
+                   netns_available,
+                   resolve_isolation,
+                   run_cluster,
+                   thread_env,
+)
 from .node import Context, context
-from .spec import (ROLES, ClusterError, ClusterSpec, Task, check_ports_free, exposure_report, free_ports,
-                   from_slurm, from_tf_config, interface_bytes, listening_sockets, make_spec, parse_cluster_file,
-                   parse_cluster_mapping, parse_cluster_text, port_in_use)
+from .spec import (
+                   ROLES,
+                   ClusterError,
+                   ClusterSpec,
+                   Task,
+                   check_ports_free,
+                   exposure_report,
+                   free_ports,
+                   from_slurm,
+                   from_tf_config,
+                   interface_bytes,
+                   listening_sockets,
+                   make_spec,
+                   parse_cluster_file,
+                   parse_cluster_mapping,
+                   parse_cluster_text,
+                   port_in_use,
+)
 from .supervisor import ClusterTimeout, TaskFailed
 
 __all__ = [

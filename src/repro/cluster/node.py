@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import atomic
+from repro.core import atomic
+
 from .spec import ClusterSpec, Task, from_tf_config
 
 

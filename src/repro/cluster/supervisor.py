@@ -25,9 +25,19 @@ import sys
 import time
 from pathlib import Path
 
-from .. import atomic
-from .spec import ClusterError, ClusterSpec, Task, check_ports_free, exposure_report, free_ports, \
-    interface_bytes, make_spec, parse_cluster_mapping
+from repro.core import atomic
+
+from .spec import (
+    ClusterError,
+    ClusterSpec,
+    Task,
+    check_ports_free,
+    exposure_report,
+    free_ports,
+    interface_bytes,
+    make_spec,
+    parse_cluster_mapping,
+)
 
 SUBNET = "10.77.0"  # emulated network: task k (from 1) is 10.77.0.k, the bridge 10.77.0.254
 NODE_PORT = 2222

@@ -1,0 +1,1 @@
+"""The Jupyter Book: build and publish (``build``), chapter helpers (``report``), plot style (``plots``)."""

@@ -1,0 +1,170 @@
+"""Build the Jupyter Book from executed notebooks and their results; never trains.
+
+The book's sources (``_config.yml``, ``_toc.yml``, ``book/``) are staged together with
+the executed notebook of the newest finished run of every experiment in the table of
+contents, then ``jupyter-book build -W`` renders them (``execute_notebooks: off``).
+A missing run is an error, so a partial book never passes for a whole one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from repro.core import ledger, results
+from repro.core import params as _params
+
+
+class BookError(RuntimeError):
+    """The book cannot be built (missing runs, Sphinx warnings or errors)."""
+
+
+def toc_files(root: Path) -> list[str]:
+    """Every file named in ``_toc.yml`` (without suffix)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    out = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                out.append(e["file"])
+            walk(e.get("sections"))
+            walk(e.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return out
+
+
+def toc_experiments() -> list:
+    """The experiments whose notebooks are chapters of the book, in ``_toc.yml`` order."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("book sources (_toc.yml, book/) not found: build from a checkout of the repository")
+    by_notebook = {Path(s.notebook).stem: s for s in _params.experiments().values()}
+    out = []
+    for entry in toc_files(root):
+        if entry.startswith("notebooks/"):
+            if Path(entry).name not in by_notebook:
+                raise BookError(f"_toc.yml names {entry}, which belongs to no experiment folder in repro/experiments")
+            out.append((by_notebook[Path(entry).name], entry))
+    return [spec for spec, _ in out]
+
+
+def profiles_markdown() -> str:
+    """The table of experiments, profiles and costs, generated from repro/experiments/*/profile.yaml."""
+    lines = ["| experiment | profile | cost | what it runs |", "|---|---|---|---|"]
+    for spec in _params.experiments().values():
+        for prof in spec.profiles.values():
+            default = " (default)" if prof.name == spec.default_profile else ""
+            lines.append(f"| `{spec.name}` | `{prof.name}`{default} | {prof.cost} | {prof.description} |")
+    return "\n".join(lines) + "\n"
+
+
+def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Path]:
+    """Copy book sources and executed notebooks into ``dest``; returns the runs used."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("book sources (_toc.yml, book/) not found: build from a checkout of the repository")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / name, dest / name)
+    shutil.copytree(root / "book", dest / "book")
+    (dest / "book" / "_generated").mkdir(exist_ok=True)
+    used, missing = {}, []
+    for spec in toc_experiments():
+        entry = "notebooks/" + Path(spec.notebook).stem
+        run = results.latest_run(spec.name, profile, results_dir, need="notebook.ipynb")
+        if run is None:
+            missing.append(spec.name)
+            continue
+        target = dest / "notebooks"
+        target.mkdir(exist_ok=True)
+        shutil.copy2(run / "notebook.ipynb", target / spec.notebook)
+        data_dir = target / "data" / spec.name
+        data_dir.mkdir(parents=True, exist_ok=True)
+        for f in run.iterdir():
+            if f.suffix in (".csv", ".json"):
+                shutil.copy2(f, data_dir / f.name)
+        used[spec.name] = (run, entry)
+    if missing:
+        raise BookError(
+            f"no executed run for profile '{profile}' of: {', '.join(missing)}; "
+            f"run `repro run all --profile {profile}` first"
+        )
+    generated = dest / "book" / "_generated"
+    (generated / "ledger.md").write_text(ledger.markdown(ledger.collect(used)), encoding="utf-8")
+    (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
+    return [run for run, _ in used.values()]
+
+
+PROFILE_ORDER = ("paper", "cpu", "smoke")  # the largest profile published is the default book
+
+
+def published_root() -> Path:
+    """``published/`` in the checkout: executed runs kept in the repository (small CSV/JSON/PNG)."""
+    root = results.project_root()
+    if root is None:
+        raise BookError("published/ not found: build from a checkout of the repository")
+    return root / "published"
+
+
+def default_published_profile() -> str:
+    """The largest profile with a published run of every chapter in ``_toc.yml``."""
+    names = [spec.name for spec in toc_experiments()]
+    for profile in PROFILE_ORDER:
+        if all(results.latest_run(n, profile, published_root(), need="notebook.ipynb") for n in names):
+            return profile
+    raise BookError("no complete set of published runs under published/; "
+                    "run `repro run all --profile cpu` then `repro publish --profile cpu`")
+
+
+def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
+    """Copy the newest finished run of each experiment into ``published/<profile>/`` (same layout).
+
+    Experiments without a run of that profile are left as they are (``repro book`` then says which
+    chapter has no published run)."""
+    names = list(_params.experiments())
+    runs = {n: results.latest_run(n, profile, results_dir, need="notebook.ipynb") for n in names}
+    runs = {n: r for n, r in runs.items() if r is not None}
+    if not runs:
+        raise BookError(f"nothing to publish for profile '{profile}': run `repro run all --profile {profile}` first")
+    out = []
+    for name, run in runs.items():
+        dest_dir = results.experiment_dir(name, profile, published_root())
+        if dest_dir.exists():
+            shutil.rmtree(dest_dir)  # one published run per experiment and profile
+        dest = dest_dir / run.name
+        shutil.copytree(run, dest, ignore=shutil.ignore_patterns(".*"))
+        results.atomic_write_text(dest_dir / "LATEST", run.name + "\n")
+        out.append(dest)
+    return out
+
+
+def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False) -> Path:
+    """Stage and build the HTML book; returns the path of its ``index.html``."""
+    root = results.project_root()
+    out = Path(out) if out else (root or Path.cwd()) / "_build" / profile
+    src = out / "src"
+    stage(profile, src, results_dir)
+    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(src), "--path-output", str(out),
+           "--builder", "html", "--warningiserror", "--keep-going"]
+    if quiet:
+        cmd.append("--quiet")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        raise BookError(f"jupyter-book build failed (warnings are errors):\n{tail}")
+    index = out / "_build" / "html" / "index.html"
+    data = src / "notebooks" / "data"
+    if data.is_dir():  # the CSV/JSON behind every table, downloadable beside its chapter
+        shutil.copytree(data, index.parent / "notebooks" / "data", dirs_exist_ok=True)
+    if not index.is_file():
+        raise BookError(f"jupyter-book reported success but {index} is missing")
+    return index

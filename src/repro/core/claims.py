@@ -1,0 +1,161 @@
+"""The papers' claims, as data, and the one verdict function.
+
+Every experiment folder has a ``claims.yaml``: one entry per claim of a paper that the experiment
+speaks to. An entry says what the paper claims and how it is checked; the experiment's code only
+measures. It hands one :class:`Measured` per claim id to :func:`ledger`, which applies
+:func:`verdict` and the ledger's rules (:func:`repro.core.ledger.frame`).
+
+Fields of a claim (``claims.yaml``, a list under ``claims:``)::
+
+    id:          short name, unique in the experiment (the code's key)
+    paper:       bibliography key (cloudcost2017, polishchuk2019, slampa2017, savchenko2019)
+    text:        the claim, in the ledger's words
+    paper_value: what the paper reports, as the ledger shows it
+    source:      where in the paper (digest section, table, figure)
+    evidence:    HTML id of the chapter's table that shows our evidence
+    check:       within (|ours - reported| <= tolerance) | band (low <= ours <= high) | holds (yes/no)
+    reported:    id in paperdata/reported.csv of the paper's number (check within)
+    tolerance:   absolute, in the quantity's unit (check within)
+    band:        [low, high] (check band)
+    tolerance_source: where the tolerance or band comes from (required with within and band)
+    stochastic:  true when the quantity varies from run to run (then reproduced needs >= 2 runs)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from repro.core import ledger as _ledger
+from repro.core import paper as _paper
+
+CHECKS = ("within", "band", "holds")
+GATES = ("not comparable", "not testable here", "not measured", "partly", "differs")
+_REQUIRED = ("id", "paper", "text", "paper_value", "source", "evidence", "check")
+
+
+class ClaimsError(ValueError):
+    """A malformed ``claims.yaml`` or a measurement that does not match it (one line)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper, as ``claims.yaml`` states it."""
+
+    id: str
+    paper: str
+    text: str
+    paper_value: str
+    source: str
+    evidence: str
+    check: str
+    reported: str | None = None
+    tolerance: float | None = None
+    band: tuple[float, float] | None = None
+    tolerance_source: str = ""
+    stochastic: bool = True
+
+    def reference(self) -> float:
+        """The paper's number (``reported`` in ``paperdata/reported.csv``)."""
+        return _paper.value(self.paper, self.reported)
+
+
+@dataclass
+class Measured:
+    """What an experiment measured for one claim.
+
+    ``value`` is compared with the claim's number (check ``within``/``band``), ``holds`` answers a
+    yes/no claim; ``gate`` is a verdict decided before any comparison ("not comparable (stand-in
+    data)", "not testable here (...)", "not measured (...)", "partly (...)", "differs (...)").
+    ``note`` is appended to the verdict in parentheses."""
+
+    ours: str
+    value: float | None = None
+    holds: bool | None = None
+    gate: str | None = None
+    basis: str = "measured"
+    runs: int = 1
+    note: str = ""
+    extra: dict = field(default_factory=dict)  # further columns for the experiment's own tables
+
+
+def _claim(experiment: str, raw: dict) -> Claim:
+    where = f"{experiment}/claims.yaml, claim {raw.get('id', '?')!r}"
+    missing = [k for k in _REQUIRED if k not in raw]
+    unknown = set(raw) - set(Claim.__dataclass_fields__)
+    if missing or unknown:
+        raise ClaimsError(f"{where}: missing {missing} / unknown {sorted(unknown)}")
+    if raw["check"] not in CHECKS:
+        raise ClaimsError(f"{where}: check must be one of {', '.join(CHECKS)}, got {raw['check']!r}")
+    if raw["check"] == "within" and (raw.get("reported") is None or raw.get("tolerance") is None):
+        raise ClaimsError(f"{where}: check 'within' needs reported and tolerance")
+    if raw["check"] == "band" and len(raw.get("band") or ()) != 2:
+        raise ClaimsError(f"{where}: check 'band' needs band: [low, high]")
+    if raw["check"] != "holds" and not raw.get("tolerance_source"):
+        raise ClaimsError(f"{where}: a tolerance or band needs tolerance_source (where it comes from)")
+    raw = dict(raw, band=tuple(raw["band"]) if raw.get("band") else None)
+    return Claim(**{k: (str(v) if k == "paper_value" else v) for k, v in raw.items()})
+
+
+@lru_cache(maxsize=None)
+def load(experiment: str, package: str = "repro.experiments") -> dict[str, Claim]:
+    """The claims of ``experiment`` (its folder's ``claims.yaml``), by id, in file order."""
+    text = resources.files(f"{package}.{experiment}").joinpath("claims.yaml").read_text(encoding="utf-8")
+    out: dict[str, Claim] = {}
+    for raw in yaml.safe_load(text)["claims"]:
+        claim = _claim(experiment, raw)
+        if claim.id in out:
+            raise ClaimsError(f"{experiment}/claims.yaml: claim id {claim.id!r} twice")
+        out[claim.id] = claim
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def verdict(claim: Claim, m: Measured) -> str:
+    """The verdict of one claim: the only place where a measurement is compared with a paper."""
+    note = f" ({m.note})" if m.note else ""
+    if m.gate:
+        if not m.gate.startswith(GATES):
+            raise ClaimsError(f"claim {claim.id!r}: a gate starts with one of {', '.join(GATES)}, got {m.gate!r}")
+        return m.gate + note
+    if claim.check == "holds":
+        if m.holds is None:
+            raise ClaimsError(f"claim {claim.id!r} (check holds) needs holds=True/False or a gate")
+        ok, detail = bool(m.holds), "the claim does not hold for our numbers"
+    else:
+        if m.value is None:
+            raise ClaimsError(f"claim {claim.id!r} (check {claim.check}) needs a value or a gate")
+        if claim.check == "within":
+            diff = m.value - claim.reference()
+            ok = abs(diff) <= claim.tolerance
+            detail = f"{'+' if diff > 0 else '-'}{_fmt(abs(diff))} vs paper, tolerance {_fmt(claim.tolerance)}"
+        else:
+            lo, hi = claim.band
+            ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
+    if ok:
+        return ("consistent" if m.basis == "equations" else "reproduced") + note
+    return f"differs ({detail})" + note
+
+
+def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments"):
+    """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it."""
+    claims = load(experiment, package)
+    missing, unknown = set(claims) - set(measured), set(measured) - set(claims)
+    if missing or unknown:
+        raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
+                          f"measurements for unknown claims {sorted(unknown)}")
+    rows = []
+    for cid, claim in claims.items():
+        m = measured[cid]
+        nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
+        basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
+        rows.append({"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
+                     "verdict": verdict(claim, m), "evidence": claim.evidence, "basis": basis, "runs": runs,
+                     "stochastic": claim.stochastic})
+    return _ledger.frame(rows)

@@ -1,0 +1,141 @@
+"""One experiment interface and one harness that runs any experiment.
+
+An experiment (``repro/experiments/<name>/experiment.py``) defines ``EXPERIMENT``, an object with
+the :class:`Experiment` protocol, and ``run = harness.entry(EXPERIMENT)`` for its notebook. The
+harness does the rest, the same way for every experiment:
+
+1. resolve and validate the parameters (one-line :class:`~repro.core.params.ParameterError`);
+2. ``prepare``: load the inputs, so that a bad dataset never leaves an empty run directory;
+3. open the run (provenance), ``measure``, write every table as CSV and the summary as JSON;
+4. ``judge`` the written result against the claims of the folder's ``claims.yaml``
+   (:func:`repro.core.claims.ledger`) and write ``ledger.csv``;
+5. finish the run (atomic rename).
+
+``judge`` reads only what the run wrote, so :func:`rejudge` can re-derive the ledger of a stored
+run (a published one) without retraining when the verdict rules or claims change.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import pandas as pd
+
+from repro.core import claims as _claims
+from repro.core import params as _params
+from repro.core import provenance, results
+from repro.core.results import Run
+
+
+@dataclass
+class Result:
+    """What an experiment's ``run`` returns to its notebook (and what ``judge`` reads)."""
+
+    run_dir: Path
+    params: dict
+    provenance: dict
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        """A result table; if the run wrote it as ``<name>.csv`` it remembers that file (for downloads)."""
+        df = self.tables[name]
+        if (Path(self.run_dir) / f"{name}.csv").is_file():
+            df.attrs[results.CSV_ATTR] = f"data/{self.provenance['experiment']}/{name}.csv"
+        return df
+
+
+@dataclass
+class Output:
+    """What ``measure`` returns: tables (each written as ``<name>.csv``) and a summary (``summary.json``)."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Experiment(Protocol):
+    """What the harness needs of an experiment."""
+
+    name: str  # the folder's name
+
+    def prepare(self, params: dict) -> Any:
+        """Load and check the inputs (datasets, price tables); raise before any run directory exists."""
+
+    def measure(self, run: Run, params: dict, inputs: Any) -> Output:
+        """Do the work; record datasets and devices with ``run.add_dataset`` / ``run.note``."""
+
+    def judge(self, result: Result) -> dict[str, _claims.Measured]:
+        """One measurement per claim id of ``claims.yaml``, computed only from ``result``."""
+
+
+def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[dict, str]:
+    """Validated parameters and the profile's name (the default profile when ``None``)."""
+    spec = _params.spec(experiment)
+    profile = profile or spec.default_profile
+    return spec.resolve(profile, overrides), profile
+
+
+def run(exp: Experiment, profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
+    """Run ``exp`` end to end (see the module docstring); returns its :class:`Result`."""
+    p, profile = start(exp.name, profile, overrides)
+    inputs = exp.prepare(p)
+    run_ = Run(exp.name, profile, p, run_dir)
+    out = exp.measure(run_, p, inputs)
+    for name, df in out.tables.items():
+        run_.write_csv(name, df)
+    run_.write_json("summary", out.summary)
+    result = Result(run_.dir, p, run_.record, dict(out.tables), out.summary)
+    ledger = _claims.ledger(exp.name, exp.judge(result))
+    run_.write_csv("ledger", ledger)
+    result.tables["ledger"] = ledger
+    result.run_dir = run_.finish()
+    return result
+
+
+def entry(exp: Experiment) -> Callable[..., Result]:
+    """The ``run(profile=None, overrides=None, run_dir=None)`` an experiment module offers its notebook."""
+
+    def run_experiment(profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
+        return run(exp, profile, overrides, run_dir)
+
+    run_experiment.__doc__ = f"Run the {exp.name} experiment (see repro.core.harness.run)."
+    return run_experiment
+
+
+def experiment(name: str) -> Experiment:
+    """The ``EXPERIMENT`` of folder ``name`` (found from its ``profile.yaml``)."""
+    return importlib.import_module(_params.spec(name).module).EXPERIMENT
+
+
+def load_result(run_dir: Path) -> Result:
+    """A finished run as its ``run`` returned it: parameters, provenance, tables (every CSV), summary."""
+    run_dir = Path(run_dir)
+    record = results.read_provenance(run_dir)
+    tables = {p.stem: results.read_csv(run_dir, p.stem) for p in sorted(run_dir.glob("*.csv"))}
+    summary = results.read_json(run_dir, "summary") if (run_dir / "summary.json").is_file() else {}
+    return Result(run_dir, record["parameters"], record, tables, summary)
+
+
+def rejudge(run_dir: Path) -> pd.DataFrame:
+    """Re-derive a stored run's ``ledger.csv`` from its tables with this checkout's claims and rules.
+
+    Nothing is retrained; ``provenance.json`` records when and at which commit (``ledger_rejudged``)."""
+    result = load_result(run_dir)
+    ledger = _claims.ledger(result.provenance["experiment"],
+                            experiment(result.provenance["experiment"]).judge(result))
+    results.atomic_write_csv(Path(run_dir) / "ledger.csv", ledger)
+    record = dict(result.provenance, ledger_rejudged={
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **provenance.git_commit()})
+    results.atomic_write_json(Path(run_dir) / "provenance.json", record)
+    return ledger
+
+
+def legacy_start(experiment: str, profile: str | None, overrides: dict | None, run_dir):
+    """TRANSITIONAL (removed once every experiment runs through :func:`run`)."""
+    p, profile = start(experiment, profile, overrides)
+    return p, profile, lambda: Run(experiment, profile, p, run_dir)

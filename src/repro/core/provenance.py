@@ -1,0 +1,105 @@
+"""What a result needs to be trusted later: versions, commit, hardware, times."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+from repro.core.paths import project_root
+
+PACKAGES = (
+    "repro", "tensorflow", "tensorflow-cpu", "keras", "numpy", "pandas", "papermill",
+    "nbclient", "jupyter-book", "seaborn", "matplotlib", "psutil", "mlxtend",
+)
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_commit(root: Path | None = None) -> dict:
+    """Commit of the checkout and whether source files differ from it (results ignored)."""
+    root = root or project_root()
+    if root is None:
+        return {"commit": None, "dirty": None}
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpus() -> list[dict]:
+    """GPUs TensorFlow sees (imports TensorFlow only if it is already loaded)."""
+    if "tensorflow" not in sys.modules:
+        return []
+    import tensorflow as tf
+
+    out = []
+    for dev in tf.config.list_physical_devices("GPU"):
+        try:
+            details = tf.config.experimental.get_device_details(dev)
+        except Exception:  # noqa: BLE001 - details are optional
+            details = {}
+        out.append({"name": dev.name, "model": details.get("device_name"), "compute_capability": details.get("compute_capability")})
+    return out
+
+
+def hardware() -> dict:
+    try:
+        affinity = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = list(range(os.cpu_count() or 1))
+    return {
+        "cpu_model": cpu_model(),
+        "logical_cores": psutil.cpu_count(logical=True),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "cores_available": len(affinity),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "gpus": gpus(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+    }
+
+
+def collect(experiment: str, profile: str, params: dict) -> dict:
+    """The provenance record written when a run starts."""
+    return {
+        "experiment": experiment,
+        "profile": profile,
+        "parameters": params,
+        "started_at": datetime.now(timezone.utc).isoformat(),
+        "git": git_commit(),
+        "packages": package_versions(),
+        "hardware": hardware(),
+        "command": os.environ.get("REPRO_COMMAND") or " ".join(sys.argv),
+    }

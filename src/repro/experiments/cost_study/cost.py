@@ -1,0 +1,297 @@
+"""Cloud cost of a training run: billing steps, an instance price table, formula (1).
+
+The paper (`cloudcost2017`) bills the total run time of a VM, formula (1)::
+
+    t_sum = t_startup + t_install + t_data_load + t_start + t_learn + t_verify + t_save_data + t_poweroff
+
+rounded up to the provider's billing step::
+
+    cost = ceil(t_sum / step) * step * price_per_hour / 3600
+
+with, optionally, a minimum billed time (Google Compute Engine billed at least 10 minutes,
+then per minute, when the paper was written). :func:`billed_seconds` and :func:`cost` are
+that model; :func:`load_prices` reads and validates a price table (the packaged
+``prices.yaml`` of this folder or the user's own, same schema), where every number has a
+``source`` (a URL, or ``illustrative`` where it could not be sourced).
+
+Command line (``repro cost``)::
+
+    repro cost --seconds 601 --price-per-hour 0.9 --billing-step 600      # -> 0.3
+    repro cost --seconds 601 --provider azure --instance NC6              # price and step from the table
+
+prints one bare number in the table's currency. Bad input (negative time, unknown
+provider or instance, a malformed table) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+#: Billing steps the paper names, in seconds (Google Cloud 10 min, Azure 1 min, local 10 min to 1 h).
+PAPER_BILLING_STEPS_S = {"google_cloud": 600, "azure": 60, "local_min": 600, "local_max": 3600}
+
+#: Formula (1), in order: (phase, measured here?, what it is).
+FORMULA_1 = [
+    ("startup", False, "OS start of the VM"),
+    ("install", False, "installing software, pulling images, drivers"),
+    ("data_load", True, "loading and preparing the data"),
+    ("start", True, "starting the framework and initialising the network"),
+    ("learn", True, "training"),
+    ("verify", True, "verification / testing"),
+    ("save_data", True, "saving weights and results"),
+    ("poweroff", False, "OS shutdown"),
+]
+
+_PROVIDER_KEYS = {"billing_step_s", "minimum_s", "source"}
+_INSTANCE_KEYS = {"provider", "instance", "cpu_cores", "gpus", "memory_gb", "price_per_hour", "source"}
+_PHASE_KEYS = {"phase", "seconds", "source"}
+
+
+class PriceTableError(ValueError):
+    """Bad cost input: a malformed price table, an unknown provider or instance, a negative time."""
+
+
+def billed_seconds(seconds: float, step: float, minimum: float = 0.0) -> float:
+    """Seconds a provider bills: ``ceil(max(seconds, minimum) / step) * step``.
+
+    ``seconds`` is rounded to the microsecond first, so that a sum of phases that is an
+    exact multiple of the step up to float noise (599.9999999997) is not billed one step more.
+    """
+    for name, v in (("seconds", seconds), ("minimum", minimum)):
+        if v is None or not math.isfinite(v) or v < 0:
+            raise PriceTableError(f"{name} must be a finite number >= 0, got {v!r}")
+    if step is None or not math.isfinite(step) or step <= 0:
+        raise PriceTableError(f"billing step must be a number > 0 seconds, got {step!r}")
+    t = round(max(float(seconds), float(minimum)), 6)
+    return math.ceil(round(t / step, 9)) * step
+
+
+def cost(seconds: float, price_per_hour: float, step: float, minimum: float = 0.0) -> float:
+    """Billed cost of a run of ``seconds``: ``ceil(t/step) * step * price_per_hour / 3600``."""
+    if price_per_hour is None or not math.isfinite(price_per_hour) or price_per_hour < 0:
+        raise PriceTableError(f"price per hour must be a finite number >= 0, got {price_per_hour!r}")
+    return billed_seconds(seconds, step, minimum) * price_per_hour / 3600.0
+
+
+@dataclass
+class PriceTable:
+    """A validated price table: providers, instances and the assumed cloud-only phases."""
+
+    currency: str
+    providers: pd.DataFrame  # provider, billing_step_s, minimum_s, source, note
+    instances: pd.DataFrame  # provider, instance, cpu_cores, gpus, gpu_model, memory_gb, price_per_hour, source, note
+    assumed_phases: pd.DataFrame  # phase, seconds, source, note
+    path: str
+
+    def provider(self, name: str) -> dict:
+        rows = self.providers[self.providers["provider"] == name]
+        if rows.empty:
+            raise PriceTableError(
+                f"unknown provider '{name}'; the price table {self.path} has: {', '.join(self.providers['provider'])}"
+            )
+        return rows.iloc[0].to_dict()
+
+    def instance(self, provider: str, name: str) -> dict:
+        self.provider(provider)
+        rows = self.instances[(self.instances["provider"] == provider) & (self.instances["instance"] == name)]
+        if rows.empty:
+            have = ", ".join(self.instances.loc[self.instances["provider"] == provider, "instance"])
+            raise PriceTableError(f"unknown instance '{name}' of provider '{provider}'; it has: {have or 'none'}")
+        return rows.iloc[0].to_dict()
+
+    def cheapest(self, provider: str, cores: int, gpus: int = 0) -> dict | None:
+        """The cheapest instance of a provider with at least ``cores`` cores and exactly ``gpus`` GPUs."""
+        df = self.instances[(self.instances["provider"] == provider) & (self.instances["cpu_cores"] >= cores)
+                            & (self.instances["gpus"] == gpus)]
+        if df.empty:
+            return None
+        return df.sort_values(["price_per_hour", "cpu_cores"]).iloc[0].to_dict()
+
+    def assumed_seconds(self) -> float:
+        return float(self.assumed_phases["seconds"].sum())
+
+
+def default_price_path() -> str:
+    return str(resources.files(__package__).joinpath("prices.yaml"))
+
+
+def _number(where: str, key: str, value, *, integer: bool = False, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PriceTableError(f"{where}: '{key}' must be a number, got {value!r}")
+    if integer and float(value) != int(value):
+        raise PriceTableError(f"{where}: '{key}' must be a whole number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise PriceTableError(f"{where}: '{key}' must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return value
+
+
+def _need(where: str, entry, keys: set) -> None:
+    if not isinstance(entry, dict):
+        raise PriceTableError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    missing = sorted(keys - set(entry))
+    if missing:
+        raise PriceTableError(f"{where}: missing {', '.join(missing)}")
+    if not str(entry.get("source") or "").strip():
+        raise PriceTableError(f"{where}: 'source' is empty (give a URL or 'illustrative')")
+
+
+def load_prices(path: str | Path | None = None) -> PriceTable:
+    """Read and validate a price table (YAML, schema in ``prices.yaml`` of this folder).
+
+    Raises :class:`PriceTableError` with one line naming the file and the bad entry.
+    """
+    path = str(path) if path else default_price_path()
+    name = Path(path).name
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PriceTableError(f"price table {path} not found") from None
+    except (OSError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PriceTableError(f"price table {path} cannot be read: {first}") from None
+    if not isinstance(raw, dict):
+        raise PriceTableError(f"price table {path}: expected a mapping with currency, providers, instances, assumed_phases")
+    for key in ("currency", "providers", "instances", "assumed_phases"):
+        if key not in raw:
+            raise PriceTableError(f"price table {path}: missing '{key}'")
+    if not isinstance(raw["providers"], dict) or not raw["providers"]:
+        raise PriceTableError(f"price table {path}: 'providers' must be a non-empty mapping name -> billing rule")
+    providers = []
+    for pname, entry in raw["providers"].items():
+        where = f"{name}: provider '{pname}'"
+        _need(where, entry, _PROVIDER_KEYS)
+        providers.append({
+            "provider": str(pname),
+            "billing_step_s": float(_number(where, "billing_step_s", entry["billing_step_s"], positive=True)),
+            "minimum_s": float(_number(where, "minimum_s", entry["minimum_s"])),
+            "source": str(entry["source"]), "note": str(entry.get("note", "")),
+        })
+    known = {p["provider"] for p in providers}
+    if not isinstance(raw["instances"], list) or not raw["instances"]:
+        raise PriceTableError(f"price table {path}: 'instances' must be a non-empty list")
+    instances, seen = [], set()
+    for i, entry in enumerate(raw["instances"]):
+        where = f"{name}: instance #{i + 1}"
+        _need(where, entry, _INSTANCE_KEYS)
+        where = f"{name}: instance '{entry['instance']}'"
+        if entry["provider"] not in known:
+            raise PriceTableError(f"{where}: unknown provider '{entry['provider']}' (providers: {', '.join(sorted(known))})")
+        key = (entry["provider"], str(entry["instance"]))
+        if key in seen:
+            raise PriceTableError(f"{where}: listed twice for provider '{entry['provider']}'")
+        seen.add(key)
+        instances.append({
+            "provider": str(entry["provider"]), "instance": str(entry["instance"]),
+            "cpu_cores": int(_number(where, "cpu_cores", entry["cpu_cores"], integer=True, positive=True)),
+            "gpus": int(_number(where, "gpus", entry["gpus"], integer=True)),
+            "gpu_model": str(entry.get("gpu_model") or ""),
+            "memory_gb": float(_number(where, "memory_gb", entry["memory_gb"])),
+            "price_per_hour": float(_number(where, "price_per_hour", entry["price_per_hour"])),
+            "source": str(entry["source"]), "note": str(entry.get("note", "")),
+        })
+    if not isinstance(raw["assumed_phases"], list):
+        raise PriceTableError(f"price table {path}: 'assumed_phases' must be a list")
+    phases = []
+    allowed = {p for p, measured, _ in FORMULA_1 if not measured}
+    for i, entry in enumerate(raw["assumed_phases"]):
+        where = f"{name}: assumed phase #{i + 1}"
+        _need(where, entry, _PHASE_KEYS)
+        if entry["phase"] not in allowed:
+            raise PriceTableError(f"{where}: phase '{entry['phase']}' is not a cloud-only phase ({', '.join(sorted(allowed))})")
+        phases.append({"phase": entry["phase"], "seconds": float(_number(where, "seconds", entry["seconds"])),
+                       "source": str(entry["source"]), "note": str(entry.get("note", ""))})
+    return PriceTable(str(raw["currency"]), pd.DataFrame(providers), pd.DataFrame(instances), pd.DataFrame(phases), path)
+
+
+def formula_table(prices: PriceTable, measured: dict[str, float] | None = None) -> pd.DataFrame:
+    """Formula (1) term by term: measured seconds where we have them, the table's assumptions elsewhere."""
+    assumed = prices.assumed_phases.set_index("phase")
+    rows = []
+    for phase, is_measured, what in FORMULA_1:
+        if is_measured:
+            rows.append({"term": f"t_{phase}", "what": what, "seconds": (measured or {}).get(phase, float("nan")),
+                         "kind": "measured here", "source": "this run"})
+        elif phase in assumed.index:
+            rows.append({"term": f"t_{phase}", "what": what, "seconds": float(assumed.loc[phase, "seconds"]),
+                         "kind": "assumption", "source": f"{assumed.loc[phase, 'source']}: {assumed.loc[phase, 'note']}"})
+        else:
+            rows.append({"term": f"t_{phase}", "what": what, "seconds": 0.0, "kind": "assumption (not in table: 0)",
+                         "source": prices.path})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# `repro cost`
+
+def _float_arg(name: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise PriceTableError(f"{name} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise PriceTableError(f"{name} must be a finite number, got {text!r}")
+    return value
+
+
+def format_number(value: float) -> str:
+    """A bare number: at most 6 decimals, no trailing zeros (0.3, 1.2, 0.000875)."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def _cmd_cost(args) -> int:
+    try:
+        seconds = _float_arg("--seconds", args.seconds)
+        price = _float_arg("--price-per-hour", args.price_per_hour)
+        step = _float_arg("--billing-step", args.billing_step)
+        minimum = _float_arg("--minimum", args.minimum)
+        if seconds is None or seconds < 0:
+            raise PriceTableError(f"--seconds must be a number >= 0, got {args.seconds!r}")
+        if args.provider or args.instance or args.prices:
+            table = load_prices(args.prices)
+            if args.provider:
+                rule = table.provider(args.provider)
+                step = rule["billing_step_s"] if step is None else step
+                minimum = rule["minimum_s"] if minimum is None else minimum
+                if args.instance:
+                    price = table.instance(args.provider, args.instance)["price_per_hour"] if price is None else price
+            elif args.instance:
+                raise PriceTableError("--instance needs --provider")
+        if price is None:
+            raise PriceTableError("give --price-per-hour P (or --provider NAME --instance NAME)")
+        if step is None:
+            raise PriceTableError("give --billing-step S in seconds (or --provider NAME)")
+        value = cost(seconds, price, step, minimum or 0.0)
+    except PriceTableError as exc:
+        print(f"repro: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_number(value))
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """``repro cost``: the billed cost of one run (a bare number)."""
+    p = subparsers.add_parser(
+        "cost",
+        help="billed cost of one run: ceil(T/step)*step*price/3600 (prints a bare number)",
+        description="Billed cost of a run of T seconds: ceil(max(T, minimum)/step)*step*price_per_hour/3600. "
+                    "Price and step may come from a price table (--provider/--instance); the packaged table is "
+                    "repro/experiments/cost_study/prices.yaml.",
+    )
+    p.add_argument("--seconds", required=True, metavar="T", help="run time in seconds (t_sum of formula (1))")
+    p.add_argument("--price-per-hour", metavar="P", help="instance price per hour (currency of your choice)")
+    p.add_argument("--billing-step", metavar="S", help="billing step in seconds (Google 2017: 60 after a 600 s minimum; Azure: 60; local: 600-3600)")
+    p.add_argument("--minimum", metavar="M", help="minimum billed seconds (default 0, or the provider's)")
+    p.add_argument("--provider", help="take the billing step/minimum of this provider from the price table")
+    p.add_argument("--instance", help="take the price of this instance of --provider from the price table")
+    p.add_argument("--prices", metavar="FILE", help="your own price table (YAML, same schema as the packaged one)")
+    p.set_defaults(func=_cmd_cost)

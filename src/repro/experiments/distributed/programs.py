@@ -1,0 +1,478 @@
+"""Cluster programs of the distributed benchmark (`polishchuk2019` part B).
+
+Each public function here runs inside a process of a local (or real) cluster started by
+:func:`repro.cluster.run_cluster`; its JSON-able return value comes back in
+``ClusterResult.results``. TensorFlow and Keras are imported inside the functions.
+
+* :func:`ring` -- every worker runs it: ``MultiWorkerMirroredStrategy`` with RING collectives;
+  each step all-reduces the gradients and every replica applies the same update.
+* :func:`parameter_server` -- the chief (coordinator) runs it: ``ParameterServerStrategy`` +
+  ``ClusterCoordinator``, variables on the parameter server(s), in one of two modes:
+
+  - ``ps_async``: each scheduled step computes one worker's gradient and applies it to the PS
+    variables as soon as it arrives (no barrier);
+  - ``ps_sync``: per step, N gradient closures add their gradients into PS-hosted accumulators
+    (``assign_add``), ``coordinator.join()`` is the barrier, then ONE update with the average is
+    applied on the PS and the accumulators are zeroed.
+
+* :func:`horovod` -- every worker runs it: Horovod (Gloo controller and CPU operations, no MPI)
+  with ``hvd.DistributedGradientTape``; worker 0 hosts Horovod's own rendezvous server (the one
+  ``horovodrun`` would start) inside the cluster's private network namespace, so neither it
+  nor Gloo is reachable from outside. Each worker is its own Horovod "host" (rank = worker
+  index, local size 1), which is what the emulated network makes them.
+* :func:`sync_probe` -- one synchronous step of a tiny linear model on given data (the test of
+  "one aggregated update per step").
+
+Measurement (tf_cnn_benchmarks style): synthetic ImageNet-shaped batches made on each worker
+(``tf.random.stateless_uniform``, one fixed batch per worker, as the benchmark's synthetic
+mode does), ``warmup_steps`` steps not timed, then ``steps`` timed steps. Steps are counted by
+this code (a per-worker counter variable on the PS methods, the loop itself on ring), never by
+``optimizer.iterations`` (which loses increments under asynchronous updates).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from repro.cluster import context
+from repro.ml.data import synthetic_batch
+
+PAPER_SIZE = {"tiny": 32, "vgg16": 224, "vgg19": 224, "resnet50": 224, "resnet152": 224, "inception_v3": 299}
+MIN_SIZE = {"tiny": 16, "vgg16": 32, "vgg19": 32, "resnet50": 32, "resnet152": 32, "inception_v3": 75}
+APPLICATIONS = {"vgg16": "VGG16", "vgg19": "VGG19", "resnet50": "ResNet50", "resnet152": "ResNet152",
+                "inception_v3": "InceptionV3"}
+
+
+def build_model(name: str, image_size: int, num_classes: int):
+    """A Keras model: ``tiny`` = :func:`repro.ml.models.small_cnn`, else ``keras.applications`` with ``weights=None``."""
+    import keras
+
+    shape = (image_size, image_size, 3)
+    if name == "tiny":
+        from repro.ml.models import small_cnn
+
+        return small_cnn(shape, num_classes)
+    app = getattr(keras.applications, APPLICATIONS[name])
+    return app(weights=None, input_shape=shape, classes=num_classes)
+
+
+def _weights_digest(model) -> dict:
+    """SHA-256 and sum of the trainable weights (batch-norm moving statistics are per replica, not all-reduced)."""
+    import numpy as np
+
+    arrays = [np.asarray(v.numpy()) for v in model.trainable_weights]
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(a.tobytes())
+    return {"weights_sha256": h.hexdigest(), "weights_sum": float(sum(float(a.astype("float64").sum()) for a in arrays))}
+
+
+# ----------------------------------------------------------------------------- ring all-reduce
+
+
+def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, learning_rate: float,
+         num_classes: int, seed: int, kill_after: int | None = None) -> dict:
+    """Every worker: MWMS (RING) training on its own synthetic batch; its own step count and time per model.
+
+    ``kill_after``: fault injection -- worker 0 SIGKILLs worker 1 after that many timed steps.
+    """
+    import keras
+    import tensorflow as tf
+
+    ctx = context()
+    n = ctx.spec.count("worker")
+    rank = ctx.task.index
+    comm = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+    out = []
+    for m in models:
+        with strategy.scope():
+            keras.utils.set_random_seed(seed)
+            net = build_model(m["name"], m["image_size"], num_classes)
+            opt = keras.optimizers.SGD(learning_rate=learning_rate)
+            opt.build(net.trainable_variables)
+        initial = _weights_digest(net)
+        x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
+        global_batch = float(batch_size * n)
+
+        @tf.function
+        def step():
+            def replica_fn():
+                with tf.GradientTape() as tape:
+                    pred = net(x, training=True)
+                    # summed by the all-reduce: scale by the global batch, as in any MWMS custom loop
+                    loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(y, pred)) / global_batch
+                grads = tape.gradient(loss, net.trainable_variables)
+                opt.apply_gradients(zip(grads, net.trainable_variables))
+                return loss
+            return strategy.run(replica_fn)
+
+        def block(value):
+            return float(strategy.experimental_local_results(value)[0].numpy())
+
+        done = 0
+        for _ in range(warmup_steps):
+            block(step())
+            done += 1
+        t0, w0 = time.perf_counter(), time.time()
+        timed = 0
+        loss = None
+        for _ in range(steps):
+            if kill_after is not None and rank == 0 and timed == kill_after:
+                _kill("worker:1")
+            loss = step()
+            timed += 1
+        last_loss = block(loss) if loss is not None else float("nan")
+        seconds = time.perf_counter() - t0
+        out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
+                    "window": [w0, time.time()],
+                    "warmup_steps": done, "steps": timed, "seconds": seconds, "last_loss": last_loss,
+                    "parameters": int(net.count_params()), **_weights_digest(net),
+                    "initial_weights_sha256": initial["weights_sha256"]})
+    return {"task": ctx.task.name, "workers": n, "models": out}
+
+
+# ----------------------------------------------------------------------------- Horovod
+
+
+def horovod_available() -> bool:
+    """Whether ``horovod.tensorflow`` imports here (installed by ``tools/install_horovod.sh``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("horovod.tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _horovod_init(ctx, timeout: float = 60.0):
+    """Rendezvous (worker 0 serves it) and ``hvd.init()`` with the environment horovodrun would set."""
+    import json
+    import os
+
+    from repro.core import atomic
+
+    n = ctx.spec.count("worker")
+    rank = ctx.task.index
+    hosts = [next(t.host for t in ctx.spec.tasks if t.name == f"worker:{i}") for i in range(n)]
+    # one machine (loopback): one host with n slots, as horovodrun -np n; emulated network: every
+    # worker its own host (its own address, local size 1); Gloo resolves the host names
+    one_host = len(set(hosts)) == 1
+    names = ["localhost"] * n if one_host else hosts
+    port_file = ctx.run_dir / "horovod-rendezvous.json"
+    server = None
+    if rank == 0:
+        from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts
+        from horovod.runner.http.http_server import RendezvousServer
+
+        plan = f"localhost:{n}" if one_host else ",".join(f"{h}:1" for h in hosts)
+        server = RendezvousServer(verbose=0)
+        port = server.start()
+        server.init(get_host_assignments(parse_hosts(plan), n))
+        atomic.write_json(port_file, {"port": port})
+    deadline = time.monotonic() + timeout
+    while not port_file.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"horovod: no rendezvous port from worker 0 within {timeout:g} s")
+        time.sleep(0.05)
+    port = json.loads(port_file.read_text())["port"]
+    iface = "lo" if one_host else "eth0"
+    os.environ.update({
+        "HOROVOD_GLOO_RENDEZVOUS_ADDR": hosts[0], "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
+        "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo", "HOROVOD_GLOO_IFACE": iface,
+        "HOROVOD_HOSTNAME": names[rank], "HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(n),
+        "HOROVOD_LOCAL_RANK": str(rank if one_host else 0), "HOROVOD_LOCAL_SIZE": str(n if one_host else 1),
+        "HOROVOD_CROSS_RANK": str(0 if one_host else rank), "HOROVOD_CROSS_SIZE": str(1 if one_host else n)})
+    import horovod.tensorflow as hvd
+
+    print(f"[horovod] rank {rank}/{n}: rendezvous {hosts[0]}:{port}, Gloo on {iface}", flush=True)
+    hvd.init()
+    if hvd.size() != n or hvd.rank() != rank:
+        raise RuntimeError(f"horovod: rank {hvd.rank()} of {hvd.size()}, expected {rank} of {n}")
+    return hvd, server
+
+
+def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, learning_rate: float,
+            num_classes: int, seed: int) -> dict:
+    """Every worker: Horovod ring all-reduce training on its own synthetic batch, like :func:`ring`."""
+    import keras
+    import tensorflow as tf
+
+    ctx = context()
+    hvd, server = _horovod_init(ctx)
+    n, rank = hvd.size(), hvd.rank()
+    out = []
+    for m in models:
+        keras.utils.set_random_seed(seed)
+        net = build_model(m["name"], m["image_size"], num_classes)
+        opt = keras.optimizers.SGD(learning_rate=learning_rate)
+        opt.build(net.trainable_variables)
+        # Horovod's TF ops need tf.Variables: Keras 3 wraps them (KerasVariable.value)
+        tvars = [v.value for v in net.trainable_variables]
+        hvd.broadcast_variables(tvars, root_rank=0)  # every replica starts from worker 0's weights
+        initial = _weights_digest(net)
+        x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                pred = net(x, training=True)
+                loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, pred))
+            tape = hvd.DistributedGradientTape(tape)  # averages the gradients over the ring
+            grads = tape.gradient(loss, tvars)
+            opt.apply_gradients(zip(grads, net.trainable_variables))
+            return loss
+
+        for _ in range(warmup_steps):
+            step().numpy()
+        t0, w0 = time.perf_counter(), time.time()
+        loss = None
+        for _ in range(steps):
+            loss = step()
+        last_loss = float(loss.numpy()) if loss is not None else float("nan")
+        seconds = time.perf_counter() - t0
+        out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
+                    "window": [w0, time.time()], "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
+                    "parameters": int(net.count_params()), **_weights_digest(net),
+                    "initial_weights_sha256": initial["weights_sha256"]})
+    hvd.join()
+    hvd.shutdown()
+    if server is not None:
+        server.stop()
+    return {"task": ctx.task.name, "workers": n, "models": out}
+
+
+# ----------------------------------------------------------------------------- parameter server
+
+
+class _PSTrainer:
+    """One model on a ParameterServerStrategy: async (apply on arrival) or sync (accumulate, barrier, one update)."""
+
+    def __init__(self, strategy, coordinator, net, loss_fn, learning_rate: float, mode: str):
+        import keras
+        import tensorflow as tf
+
+        self.tf = tf
+        self.strategy, self.coordinator, self.net = strategy, coordinator, net
+        self.learning_rate, self.mode = learning_rate, mode
+        self.tvars = list(net.trainable_variables)
+        with strategy.scope():
+            # a per-worker step counter: lives on each worker, read with read_all()
+            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
+            if mode == "ps_sync":
+                self.accs = []
+                for v in self.tvars:
+                    with strategy.extended.colocate_vars_with(v.value):
+                        self.accs.append(tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False))
+            else:
+                self.opt = keras.optimizers.SGD(learning_rate=learning_rate)
+                self.opt.build(self.tvars)
+
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(loss_fn(y, net(x, training=True)))
+            grads = tape.gradient(loss, self.tvars)
+            if mode == "ps_sync":
+                for a, g in zip(self.accs, grads):
+                    a.assign_add(g)  # on the PS; atomic per variable
+            else:
+                self.opt.apply_gradients(zip(grads, self.tvars))  # applied on the PS as it arrives
+            inc = self.counter.assign_add(1, read_value=False)
+            with tf.control_dependencies([inc]):
+                return tf.identity(loss)
+
+        @tf.function
+        def from_iterator(iterator):
+            x, y = next(iterator)
+            return strategy.run(replica_fn, args=(x, y))
+
+        @tf.function
+        def from_tensors(x, y):
+            return strategy.run(replica_fn, args=(x, y))
+
+        self.from_iterator, self.from_tensors = from_iterator, from_tensors
+
+        if mode == "ps_sync":
+            @tf.function
+            def apply(scale):
+                for v, a in zip(self.tvars, self.accs):
+                    with tf.device(a.device):  # update computed on the PS, not on the coordinator
+                        v.value.assign_sub(a * tf.cast(scale, a.dtype))
+                        a.assign(tf.zeros_like(a))
+                return tf.constant(0)
+
+            self.apply = apply
+        self.scheduled = 0
+        self.updates = 0
+
+    def counts(self) -> list[int]:
+        import numpy as np
+
+        return [int(np.asarray(v)) for v in self.counter.read_all()]
+
+    def run_steps(self, n_steps: int, workers: int, args_list=None, iterator=None) -> None:
+        """``n_steps`` steps: async = ``n_steps * workers`` independent updates; sync = ``n_steps`` aggregated ones."""
+        tf = self.tf
+        for _ in range(n_steps):
+            batches = args_list if args_list is not None else [None] * workers
+            for args in batches:
+                if args is None:
+                    self.coordinator.schedule(self.from_iterator, args=(iterator,))
+                else:
+                    self.coordinator.schedule(self.from_tensors, args=args)
+                self.scheduled += 1
+            if self.mode == "ps_sync":
+                self.coordinator.join()  # barrier: every gradient of this step is in the accumulators
+                self.apply(tf.constant(self.learning_rate / len(batches))).numpy()  # ONE update: lr * mean gradient
+                self.updates += 1
+        self.coordinator.join()
+        if self.mode != "ps_sync":
+            self.updates = self.scheduled
+
+
+def _dataset_fn(batch_size: int, image_size: int, num_classes: int, seed: int):
+    def dataset_fn():
+        import tensorflow as tf
+
+        x, y = synthetic_batch(batch_size, image_size, num_classes, seed)
+        return tf.data.Dataset.from_tensors((x, y)).repeat()
+
+    return dataset_fn
+
+
+def _ps_strategy():
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    return strategy, coordinator
+
+
+def parameter_server(method: str, models: list[dict], batch_size: int, warmup_steps: int, steps: int,
+                     learning_rate: float, num_classes: int, seed: int) -> dict:
+    """The chief: PS training of each model in turn; per-worker step counts and the timed window."""
+    import keras
+
+    if method not in ("ps_async", "ps_sync"):
+        raise ValueError(f"method must be ps_async or ps_sync, got {method!r}")
+    ctx = context()
+    n = ctx.spec.count("worker")
+    strategy, coordinator = _ps_strategy()
+    out = []
+    for m in models:
+        with strategy.scope():
+            keras.utils.set_random_seed(seed)
+            net = build_model(m["name"], m["image_size"], num_classes)
+        trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
+                             learning_rate, method)
+
+        dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        print(f"[distributed] {method} {m['name']}: {warmup_steps} warm-up steps", flush=True)
+        trainer.run_steps(warmup_steps, n, iterator=iterator)
+        print(f"[distributed] {method} {m['name']}: warm-up done", flush=True)
+        before = trainer.counts()
+        print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
+        scheduled0, updates0 = trainer.scheduled, trainer.updates
+        t0, w0 = time.perf_counter(), time.time()
+        trainer.run_steps(steps, n, iterator=iterator)
+        seconds = time.perf_counter() - t0
+        window = [w0, time.time()]
+        after = trainer.counts()
+        iterations = int(trainer.opt.iterations.numpy()) if method == "ps_async" else None
+        out.append({"model": m["name"], "image_size": m["image_size"], "method": method, "window": window,
+                    "steps_per_worker": [a - b for a, b in zip(after, before)], "seconds": seconds,
+                    "warmup_steps_per_worker": before, "scheduled_steps": trainer.scheduled - scheduled0,
+                    "updates": trainer.updates - updates0, "all_updates": trainer.updates,
+                    "optimizer_iterations": iterations,
+                    "parameters": int(net.count_params())})
+    return {"task": ctx.task.name, "workers": n, "models": out}
+
+
+def _kill(task: str) -> None:
+    import os
+    import signal
+
+    os.kill(context().pids()[task], signal.SIGKILL)
+    print(f"[distributed] killed {task}", flush=True)
+
+
+def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rate: float, num_classes: int,
+             seed: int, kill_after: int) -> dict:
+    """PS training with fault injection: SIGKILL worker 1 after ``kill_after`` scheduled closures.
+
+    ``method`` ps_async (the paper's claim) or ps_sync (the control: is tolerance a property of
+    asynchrony, or of the PS design where the coordinator re-queues a dead worker's closures?).
+    Returns closures scheduled, completed (their results fetched), lost, and aggregated updates
+    (sync). The coordinator's threads keep waiting for the dead worker to come back, so this
+    process ends itself (``os._exit(0)``) a few seconds after returning, once its result is written.
+    """
+    import os
+    import threading
+
+    import keras
+
+    ctx = context()
+    n = ctx.spec.count("worker")
+    strategy, coordinator = _ps_strategy()
+    with strategy.scope():
+        keras.utils.set_random_seed(seed)
+        net = build_model(model["name"], model["image_size"], num_classes)
+    trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
+                         learning_rate, method)
+    iterator = iter(coordinator.create_per_worker_dataset(
+        _dataset_fn(batch_size, model["image_size"], num_classes, seed * 1000 + 1)))
+    remote = []
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        for _ in range(n):
+            remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator,)))
+            if len(remote) == kill_after:
+                _kill("worker:1")
+        if method == "ps_sync":  # barrier, then ONE update with the mean gradient, as run_steps does
+            coordinator.join()
+            trainer.apply(trainer.tf.constant(learning_rate / n)).numpy()
+            trainer.updates += 1
+    coordinator.join()
+    seconds = time.perf_counter() - t0
+    completed = 0
+    for r in remote:
+        try:
+            r.fetch()
+            completed += 1
+        except Exception:  # noqa: BLE001 - a step that failed for good
+            pass
+    timer = threading.Timer(5.0, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+    return {"scheduled": len(remote), "completed": completed, "lost": len(remote) - completed,
+            "updates": trainer.updates if method == "ps_sync" else completed, "killed_after": kill_after,
+            "seconds": seconds}
+
+
+def sync_probe(batches: list[list], initial_weights: list[float], learning_rate: float) -> dict:
+    """One ``ps_sync`` step of a linear model ``y = x . w`` (MSE) on the given per-worker batches.
+
+    ``batches``: one ``[x, y]`` per gradient closure (x: rows of features, y: targets).
+    Returns the weights before and after, and the per-worker counters.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    ctx = context()
+    strategy, coordinator = _ps_strategy()
+    w0 = np.asarray(initial_weights, dtype="float32").reshape(-1, 1)
+    with strategy.scope():
+        net = keras.Sequential([keras.Input(shape=(w0.shape[0],)),
+                                keras.layers.Dense(1, use_bias=False, kernel_initializer=keras.initializers.Constant(w0))])
+    trainer = _PSTrainer(strategy, coordinator, net, lambda y, p: tf.square(tf.reshape(p, [-1]) - y),
+                         learning_rate, "ps_sync")
+    args = [(tf.constant(np.asarray(x, "float32")), tf.constant(np.asarray(y, "float32"))) for x, y in batches]
+    before = net.trainable_variables[0].numpy().ravel().tolist()
+    trainer.run_steps(1, ctx.spec.count("worker"), args_list=args)
+    return {"before": before, "after": net.trainable_variables[0].numpy().ravel().tolist(),
+            "counts": trainer.counts(), "updates": trainer.updates, "scheduled": trainer.scheduled}

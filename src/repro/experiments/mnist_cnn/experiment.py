@@ -1,0 +1,121 @@
+"""The `cloudcost2017` MNIST CNN trained with Adam: the spine's first experiment.
+
+``run(profile, overrides, run_dir)`` trains the network, writes ``history.csv`` (one row
+per epoch), ``summary.json`` and ``paper_vs_ours.csv`` to the run directory and returns
+a :class:`~repro.core.harness.Result`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.book import plots
+from repro.core import claims, harness, paper
+from repro.core.harness import Result
+from repro.ml import data as _data
+from repro.ml import models, optim, training
+
+NAME = "mnist_cnn"
+
+
+def build_model(input_shape, num_classes: int, learning_rate: float):
+    return optim.compile_classifier(models.mnist_cnn(input_shape, num_classes), "adam", learning_rate)
+
+
+TRAINED_WITH = "Adam"  # what build_model() compiles with
+REFERENCE_OPTIMIZER = "Adadelta"  # what the Keras mnist_cnn example behind 99.25 % uses
+
+
+def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH) -> list[str]:
+    """How this run departs from the reference protocol (empty: the same protocol)."""
+    ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
+    ref_train = int(paper.value("cloudcost2017", "mnist_train_images"))
+    problems = []
+    if dataset["name"] != "mnist":
+        problems.append(f"dataset {dataset['name']}, not full MNIST")
+    if dataset["n_train"] != ref_train:
+        problems.append(f"{dataset['n_train']:,} training images, not {ref_train:,}")
+    if params["epochs"] != ref_epochs:
+        problems.append(f"{params['epochs']} epochs, not {ref_epochs}")
+    if optimizer != REFERENCE_OPTIMIZER:  # a declared protocol deviation
+        problems.append(f"optimizer {optimizer}, the Keras example's is {REFERENCE_OPTIMIZER}")
+    return problems
+
+
+def accuracy(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH) -> claims.Measured:
+    """The measurement behind claim ``accuracy_12ep`` (one seed per run)."""
+    problems = protocol(params, dataset, optimizer)
+    acc = summary["final_test_accuracy"]
+    return claims.Measured(ours=f"{acc:.2%}", value=acc, runs=1,
+                           gate=f"not comparable ({'; '.join(problems)})" if problems else None)
+
+
+def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH) -> pd.DataFrame:
+    """Paper vs ours with a verdict per row (``optimizer``: what the run trained with)."""
+    ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
+    ref_train = int(paper.value("cloudcost2017", "mnist_train_images"))
+    claim = claims.load(NAME)["accuracy_12ep"]
+    return pd.DataFrame([
+        {"quantity": "test accuracy after the last epoch", "paper": claim.reference(),
+         "ours": summary["final_test_accuracy"],
+         "verdict": claims.verdict(claim, accuracy(summary, params, dataset, optimizer))},
+        {"quantity": "epochs", "paper": ref_epochs, "ours": params["epochs"],
+         "verdict": "same" if params["epochs"] == ref_epochs else "differs (profile)"},
+        {"quantity": "training images", "paper": ref_train, "ours": dataset["n_train"],
+         "verdict": "same" if dataset["n_train"] == ref_train else "differs (dataset)"},
+    ])
+
+
+class MnistCnn:
+    """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
+
+    name = NAME
+
+    def prepare(self, p: dict) -> _data.Dataset:
+        return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=p["seed"])
+
+    def measure(self, run, p: dict, ds: _data.Dataset) -> harness.Output:
+        run.add_dataset(ds.info)
+        run.note("device", training.device_summary())
+        import keras
+
+        keras.utils.set_random_seed(p["seed"])
+        model = build_model(ds.input_shape, ds.num_classes, p["learning_rate"])
+        history = training.fit(model, ds, epochs=p["epochs"], batch_size=p["batch_size"], seed=p["seed"])
+        last = history.iloc[-1]
+        summary = {
+            "final_test_accuracy": float(last["test_accuracy"]),
+            "final_train_accuracy": float(last["accuracy"]),
+            "best_test_accuracy": float(history["test_accuracy"].max()),
+            "total_train_time_s": float(last["train_time_s"]),
+            "images_per_second": training.images_per_second(history, ds.info["n_train"]),
+            "parameters": int(model.count_params()),
+        }
+        comparison = compare_with_paper(summary, p, ds.info)
+        return harness.Output({"history": history, "paper_vs_ours": comparison}, summary)
+
+    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+        return {"accuracy_12ep": accuracy(result.summary, result.params, result.provenance["datasets"][0])}
+
+
+EXPERIMENT = MnistCnn()
+run = harness.entry(EXPERIMENT)
+
+
+def plot_curves(result: Result):
+    return plots.training_curves(result["history"], title="MNIST CNN (cloudcost2017)")
+
+
+def glue_numbers(result: Result) -> None:
+    """Headline numbers for the chapter's prose."""
+    from repro.book.report import glue
+
+    ds = result.provenance["datasets"][0]
+    glue("mnist_paper_acc", claims.load(NAME)["accuracy_12ep"].reference())
+    glue("mnist_epochs", result.params["epochs"])
+    glue("mnist_n_train", f"{ds['n_train']:,}")
+    glue("mnist_dataset", ds["name"])
+    glue("mnist_final_acc", result.summary["final_test_accuracy"])
+    glue("mnist_best_acc", result.summary["best_test_accuracy"])
+    glue("mnist_train_time", result.summary["total_train_time_s"])
+    glue("mnist_ips", result.summary["images_per_second"])

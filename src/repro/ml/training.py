@@ -1,0 +1,183 @@
+"""Training helper shared by the experiments: tf.data input, per-epoch metrics and wall time, resume.
+
+:func:`fit` trains a compiled Keras model one epoch per ``model.fit`` call so that
+
+* every epoch's shuffle order depends only on ``(seed, epoch)`` and a run resumed from a
+  checkpoint sees exactly the batches an uninterrupted run would have seen;
+* after each epoch the model (weights and optimizer state) and the history so far can be
+  checkpointed atomically, and a later call with the same ``checkpoint_dir`` continues from
+  the last completed epoch.
+
+Epoch wall time is measured around the training part only (the test-set evaluation that
+follows is timed separately), which is what the papers report.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from repro.core.results import atomic_write_csv
+from repro.ml.data import Dataset
+
+HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "train_time_s"]
+
+
+def configure_threads(cores: int | None) -> None:
+    """Pin TensorFlow's thread pools (call before TensorFlow runs any op)."""
+    if not cores:
+        return
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(cores)
+    tf.config.threading.set_inter_op_parallelism_threads(cores)
+
+
+def device_summary() -> dict:
+    """Which device Keras trains on here (recorded in provenance)."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    return {"device": "GPU" if gpus else "CPU", "gpus_visible": len(gpus)}
+
+
+def to_tf_dataset(x: np.ndarray, y: np.ndarray, num_classes: int, batch_size: int, shuffle_seed: int | None = None):
+    """Batched, prefetched ``tf.data`` pipeline with one-hot labels (categorical cross-entropy)."""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if shuffle_seed is not None:
+        ds = ds.shuffle(len(y), seed=shuffle_seed, reshuffle_each_iteration=False)
+    ds = ds.batch(batch_size).map(
+        lambda xb, yb: (xb, tf.one_hot(yb, num_classes)), num_parallel_calls=tf.data.AUTOTUNE
+    )
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _callback_class():
+    import keras
+
+    class EpochTimer(keras.callbacks.Callback):
+        """Times the training part of an epoch and, separately, its evaluation."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t0 = time.perf_counter()
+            self.t_train_end = None
+
+        def on_test_begin(self, logs=None):
+            if self.t_train_end is None:
+                self.t_train_end = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            now = time.perf_counter()
+            end = self.t_train_end or now
+            self.epoch_time = end - self.t0
+            self.eval_time = now - end
+
+    return EpochTimer
+
+
+def _reseed(model, epoch_seed: int) -> None:
+    """Restart every random stream of the model (dropout's seed generators) from ``epoch_seed``.
+
+    Keras keeps dropout's random state in ``seed_generator_state`` variables; resetting them
+    at each epoch makes the masks a function of (seed, epoch), so a resumed run repeats
+    exactly what an uninterrupted one would have done.
+    """
+    import keras
+
+    keras.utils.set_random_seed(epoch_seed)
+    states = [v for v in model.variables if v.path.endswith("seed_generator_state")]
+    for i, var in enumerate(states):
+        var.assign(np.array([epoch_seed * 1_000 + i, 0], dtype=var.dtype))
+
+
+def load_checkpoint(checkpoint_dir: Path):
+    """(model, history DataFrame) saved by :func:`fit`, or (None, None)."""
+    import keras
+
+    model_path, hist_path = Path(checkpoint_dir) / "model.keras", Path(checkpoint_dir) / "history.csv"
+    if not (model_path.is_file() and hist_path.is_file()):
+        return None, None
+    return keras.models.load_model(model_path), pd.read_csv(hist_path)
+
+
+def _save_checkpoint(model, history: pd.DataFrame, checkpoint_dir: Path) -> None:
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    tmp = checkpoint_dir / ".model.keras.tmp.keras"
+    model.save(tmp)
+    os.replace(tmp, checkpoint_dir / "model.keras")
+    atomic_write_csv(checkpoint_dir / "history.csv", history)
+
+
+def fit(
+    model,
+    data: Dataset,
+    *,
+    epochs: int,
+    batch_size: int,
+    seed: int = 0,
+    verbose: int = 2,
+    evaluate: bool = True,
+    checkpoint_dir: str | Path | None = None,
+    callbacks: list | None = None,
+    log_prefix: str = "",
+) -> pd.DataFrame:
+    """Train ``model`` for ``epochs`` epochs; returns one row per epoch (:data:`HISTORY_COLUMNS`).
+
+    With ``checkpoint_dir``, an earlier interrupted call is resumed: its model and history
+    are loaded and training continues after the last completed epoch (``model`` is then
+    replaced by the checkpointed one; get it back with :func:`load_checkpoint`).
+    """
+
+    rows: list[dict] = []
+    start_epoch = 0
+    if checkpoint_dir is not None:
+        checkpoint_dir = Path(checkpoint_dir)
+        saved_model, saved_hist = load_checkpoint(checkpoint_dir)
+        if saved_model is not None:
+            model, rows = saved_model, saved_hist.to_dict("records")
+            start_epoch = len(rows)
+            if verbose:
+                print(f"{log_prefix}resuming after epoch {start_epoch} from {checkpoint_dir}", flush=True)
+    timer = _callback_class()()
+    val = to_tf_dataset(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
+    train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
+    if verbose and log_prefix and start_epoch < epochs:
+        print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)
+    for epoch in range(start_epoch, epochs):
+        _reseed(model, seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
+        train = to_tf_dataset(data.x_train, data.y_train, data.num_classes, batch_size, shuffle_seed=seed * 100_003 + epoch)
+        hist = model.fit(
+            train,
+            validation_data=val,
+            epochs=epoch + 1,
+            initial_epoch=epoch,
+            verbose=verbose,
+            shuffle=False,  # the pipeline is already shuffled per (seed, epoch)
+            callbacks=[timer, *(callbacks or [])],
+        )
+        logs = {k: v[-1] for k, v in hist.history.items()}
+        train_total += timer.epoch_time
+        rows.append({
+            "epoch": epoch + 1,
+            "loss": float(logs["loss"]),
+            "accuracy": float(logs.get("accuracy", np.nan)),
+            "test_loss": float(logs.get("val_loss", np.nan)),
+            "test_accuracy": float(logs.get("val_accuracy", np.nan)),
+            "epoch_time_s": timer.epoch_time,
+            "eval_time_s": timer.eval_time,
+            "train_time_s": train_total,
+        })
+        if checkpoint_dir is not None:
+            _save_checkpoint(model, pd.DataFrame(rows, columns=HISTORY_COLUMNS), checkpoint_dir)
+    return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
+
+
+def images_per_second(history: pd.DataFrame, n_train: int) -> float:
+    """Training throughput over all epochs of a history."""
+    return n_train * len(history) / float(history["epoch_time_s"].sum())
