@@ -1,4 +1,10 @@
-"""Shared fixtures. Slow tests (notebooks, book) are marked ``slow``; all run in CI."""
+"""Shared fixtures and tiers.
+
+Tests live in tiers: ``unit/`` (seconds, no notebook), ``smoke/`` (every notebook on the ``smoke``
+profile through papermill, then invariants of what it wrote), ``functional/`` (cpu-profile numbers
+against ``published/cpu``), ``book/`` (the built book, in a browser too). Slow tests are marked
+``slow`` or ``functional``; all run in CI. Tests marked ``gpu`` are skipped where no GPU is visible.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,23 @@ import os
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _gpu_visible() -> bool:
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return False
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not _gpu_visible():
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason="no GPU visible (nvidia-smi -L lists none)"))
 
 
 REQUIRE_EXTRAS = "REPRO_REQUIRE_EXTRAS"  # set by .ci/run: optional parts must be there, not skipped

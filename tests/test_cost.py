@@ -1,16 +1,19 @@
-"""The billing model, the price table and `repro cost` (no TensorFlow, fast)."""
+"""The billing model, the price table, `repro cost`, the analysis and the claims (no TensorFlow, fast)."""
 
 from __future__ import annotations
 
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from repro import cli
+from repro.core import claims, harness, ledger
 from repro.core.params import ParameterError
-from repro.experiments.cost_study import cost
+from repro.experiments.cost_study import analysis, cost, planning, verdicts
 from repro.experiments.cost_study import experiment as cost_study
 
 # --- cost model: hand-computed cases -----------------------------------------------------------
@@ -165,12 +168,12 @@ def test_cli_cost_malformed_table(capsys, tmp_path):
 # --- experiment input validation (before anything runs) ------------------------------------------
 
 def test_core_counts():
-    assert cost_study.core_counts([0], 4) == [1, 2, 3, 4]
-    assert cost_study.core_counts([2, 1, 2], 2) == [1, 2]
+    assert planning.core_counts([0], 4) == [1, 2, 3, 4]
+    assert planning.core_counts([2, 1, 2], 2) == [1, 2]
     with pytest.raises(ParameterError, match="8 cores requested but this machine lets us use 2"):
-        cost_study.core_counts([1, 8], 2)
+        planning.core_counts([1, 8], 2)
     with pytest.raises(ParameterError, match="given alone"):
-        cost_study.core_counts([0, 1], 2)
+        planning.core_counts([0, 1], 2)
 
 
 @pytest.mark.parametrize(
@@ -204,31 +207,31 @@ def _runs(times: dict[int, list[float]], overhead: float = 10.0) -> pd.DataFrame
 def test_amdahl_fit_recovers_known_serial_fraction():
     # T1 = 100 s, s = 0.2: T(1) = 100, T(2) = 60, T(4) = 40; +-1 s of symmetric noise
     runs = _runs({1: [99, 101], 2: [59, 61], 4: [39, 41]})
-    fit = cost_study.fit_amdahl(runs["cores"], runs["t_learn_s"])
+    fit = analysis.fit_amdahl(runs["cores"], runs["t_learn_s"])
     assert fit["t1_s"] == pytest.approx(100, abs=0.5)
     assert fit["serial_fraction"] == pytest.approx(0.2, abs=0.01)
     assert 0 < fit["serial_fraction_se"] < 0.05
-    t8, se8 = cost_study.amdahl_predict(fit, 8)
+    t8, se8 = analysis.amdahl_predict(fit, 8)
     assert t8 == pytest.approx(30, abs=0.5)  # 100 * (0.2 + 0.8 / 8)
     assert se8 > 0
 
 
 def test_amdahl_fit_needs_two_core_counts_and_spare_runs():
-    assert math.isnan(cost_study.fit_amdahl([2, 2], [5, 6])["t1_s"])
-    exact = cost_study.fit_amdahl([1, 2], [100, 60])
+    assert math.isnan(analysis.fit_amdahl([2, 2], [5, 6])["t1_s"])
+    exact = analysis.fit_amdahl([1, 2], [100, 60])
     assert exact["serial_fraction"] == pytest.approx(0.2, abs=1e-6) and math.isnan(exact["serial_fraction_se"])
 
 
 def test_scaling_costs_and_optimum_on_hand_made_runs():
     runs = _runs({1: [100, 100], 2: [60, 60]}, overhead=10)
-    fits = {"mnist_cnn": cost_study.fit_amdahl(runs["cores"], runs["t_learn_s"])}
-    sc = cost_study.scaling_table(runs, fits, [4])
+    fits = {"mnist_cnn": analysis.fit_amdahl(runs["cores"], runs["t_learn_s"])}
+    sc = analysis.scaling_table(runs, fits, [4])
     m = sc.set_index(["cores", "kind"])
     assert m.loc[(2, "measured"), "speedup"] == pytest.approx(100 / 60)
     assert m.loc[(2, "measured"), "efficiency"] == pytest.approx(100 / 120)
     assert m.loc[(4, "extrapolation (Amdahl)"), "t_learn_s"] == pytest.approx(40, abs=1e-3)
     prices = cost.load_prices()
-    costs = cost_study.cost_table(runs, sc, prices)
+    costs = analysis.cost_table(runs, sc, prices)
     g = costs[(costs["provider"] == "google_cloud_2017") & (costs["kind"] == "measured")].set_index("cores")
     # 1 core: t_sum = 100 + 10 + 260 assumed = 370 s -> 10-min minimum -> 600 s * 0.063/3600
     assert g.loc[1, "t_sum_mean_s"] == pytest.approx(370)
@@ -236,9 +239,9 @@ def test_scaling_costs_and_optimum_on_hand_made_runs():
     assert g.loc[2, "cost_mean"] == pytest.approx(600 * 0.126 / 3600)
     l1h = costs[(costs["provider"] == "local_1h") & (costs["kind"] != "measured")].set_index("cores")
     assert l1h.loc[4, "cost_mean"] == pytest.approx(0.16)  # one whole hour of vm-4
-    opt = cost_study.optimal_table(costs)
+    opt = analysis.optimal_table(costs)
     assert set(opt.loc[opt["provider"] == "google_cloud_2017", "cores"]) == {1}
-    steps = cost_study.step_sensitivity(costs, "google_cloud_2017", [1, 3600])
+    steps = analysis.step_sensitivity(costs, "google_cloud_2017", [1, 3600])
     one_s = steps[(steps["billing_step_s"] == 1) & (steps["cores"] == 2)]
     assert one_s["cost"].iloc[0] == pytest.approx(330 * 0.126 / 3600)  # 60 + 10 + 260 s, per second
     assert steps.groupby("billing_step_s")["optimal"].sum().tolist() == [1, 1]
@@ -251,11 +254,96 @@ def test_cost_to_accuracy_counts_epochs_up_to_the_target():
     epochs = pd.DataFrame({"label": "m-k1-r1", "epoch": [1, 2, 3], "test_accuracy": [0.5, 0.8, 0.9],
                            "epoch_time_s": [10.0, 10.0, 10.0], "eval_time_s": [1.0, 1.0, 1.0]})
     prices = cost.load_prices()
-    out = cost_study.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.8})
+    out = analysis.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.8})
     row = out[out["provider"] == "azure"].iloc[0]
     assert row["epochs_to_target_mean"] == 2
     assert row["t_sum_mean_s"] == pytest.approx(5 + 2 + 1 + 22 + 260)  # fixed + 2 epochs with tests + assumed
     assert row["cost_mean"] == pytest.approx(300 * 0.05 / 3600)  # 290 s -> 5 min on F1
-    never = cost_study.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.99})
+    never = analysis.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.99})
     assert (never["status"] == "not reached").all() and never["cost_mean"].isna().all()
     assert np.isnan(never["t_sum_mean_s"]).all()
+
+
+# --- claims: every claim judged, from the run's tables only -----------------------------------------
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "published" / "cpu" / "cost_study"
+
+
+def test_add_cli_is_on_the_experiment_module():
+    assert cost_study.add_cli is cost.add_cli  # cli.py looks it up on the experiment module
+
+
+def test_judge_on_the_published_run_gives_every_claim_and_the_published_verdicts(tmp_path):
+    if not (PUBLISHED / "LATEST").is_file():
+        pytest.skip("no published cpu run of cost_study in this checkout")
+    run_dir = tmp_path / "run"
+    src = PUBLISHED / (PUBLISHED / "LATEST").read_text().strip()
+    shutil.copytree(src, run_dir, ignore=shutil.ignore_patterns("samples", "logs", "notebook.ipynb"))
+    result = harness.load_result(run_dir)
+    measured = cost_study.EXPERIMENT.judge(result)
+    assert set(measured) == set(claims.load("cost_study"))
+    new = claims.ledger("cost_study", measured)
+    old = pd.read_csv(src / "ledger.csv", keep_default_na=False)
+    assert list(new["claim"]) == list(old["claim"])
+    assert list(new["verdict"].map(ledger.category)) == list(old["verdict"].map(ledger.category))
+    assert list(new["ours"]) == list(old["ours"])
+    basis = new.set_index("claim")["basis"]
+    assert basis["Docker, given enough cores, does not worsen run time or cost"] == "none"  # nothing of ours
+    assert basis["how much more RAM CPU training needs than GPU training"] == "none"  # no GPU side
+    assert basis["8-12 CPU cores are cost-optimal for MNIST"] == "measured"  # the 1..2-core optimum is ours
+    pvo = verdicts.paper_vs_ours(measured)  # the chapter's table cannot disagree with the ledger
+    assert list(pvo["verdict"]) == list(new["verdict"])
+
+
+def _tables(opt_cores: int, mnist: tuple[float, float], cifar: tuple[float, float], max_cores: int = 12) -> dict:
+    """Hand-made tables of a run with 1..max_cores CPU cores and one GPU: ``mnist``/``cifar`` are
+    (GPU speed-up, GPU/CPU cost ratio) against the run with the most cores."""
+    runs, timing, costs = [], [], []
+    for net, (speed, ratio) in (("mnist_cnn", mnist), ("cifar10_cnn", cifar)):
+        for dev, k, g, t, c in (("cpu", 1, 0, 1000.0, 1.0), ("cpu", max_cores, 0, 120.0, 1.0),
+                                ("gpu", max_cores, 1, 120.0 / speed, ratio)):
+            runs.append({"network": net, "device": dev, "cores": k, "gpus": g})
+            timing.append({"network": net, "device": dev, "cores": k, "gpus": g, "t_measured_mean_s": t})
+            costs.append({"network": net, "device": dev, "cores": k, "gpus": g, "kind": "measured",
+                          "provider": "google_cloud_2017", "cost_mean": c})
+    optimal = pd.DataFrame([{"network": "mnist_cnn", "provider": "google_cloud_2017", "among": among,
+                             "cores": opt_cores, "kind": "measured"}
+                            for among in ("measured", "measured + extrapolated")])
+    memory = pd.DataFrame([{"network": "mnist_cnn", "device": "cpu", "peak_rss_mb_mean": 900.0,
+                            "rss_over_weights": 190.0}])
+    return {"runs": pd.DataFrame(runs), "timing": pd.DataFrame(timing), "costs": pd.DataFrame(costs),
+            "optimal": optimal, "memory": memory}
+
+
+PARAMS = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16], "repetitions": 3}
+SUMMARY = {"gpu": {"gpus": 1, "reason": "1 GPU(s) visible to TensorFlow"},
+           "docker": {"inside_docker": False, "docker_engine": False, "reason": "no docker client"}}
+
+
+def _verdicts(tables, params=PARAMS) -> dict[str, str]:
+    led = claims.ledger("cost_study", verdicts.measure_claims(tables, params, SUMMARY))
+    return dict(zip(claims.load("cost_study"), led["verdict"]))
+
+
+def test_claims_that_hold_on_a_12_core_machine_with_a_gpu_are_reproduced():
+    v = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)))
+    for cid in ("optimal_cores_mnist", "gpu_mnist_faster_dearer", "gpu_cifar_cost_saving",
+                "vendor_gpu_speedup_overstated"):
+        assert v[cid].startswith("reproduced"), (cid, v[cid])
+    assert v["docker_no_worse"].startswith("not testable here (no docker client")
+    assert v["memory_over_weights"].startswith("not comparable")
+    assert v["cpu_vs_gpu_ram"] == "not comparable (no number in the paper)"
+    one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), dict(PARAMS, repetitions=1))
+    assert one_run["optimal_cores_mnist"].startswith("not comparable (1 run of a stochastic quantity")
+
+
+def test_claims_that_fail_differ_and_missing_hardware_is_not_testable():
+    v = _verdicts(_tables(opt_cores=2, mnist=(6.0, 3.0), cifar=(9.0, 1.3)))
+    assert v["optimal_cores_mnist"].startswith("differs (2 outside [8, 12])")
+    assert v["gpu_mnist_faster_dearer"].startswith("differs")
+    assert v["gpu_cifar_cost_saving"].startswith("differs (1.3 outside [0.5, 1])")
+    assert v["vendor_gpu_speedup_overstated"].startswith("differs") and "measured up to 9.0x" in v[
+        "vendor_gpu_speedup_overstated"]
+    few = _verdicts(_tables(opt_cores=2, mnist=(3.0, 3.0), cifar=(5.0, 0.7), max_cores=4))
+    assert few["optimal_cores_mnist"].startswith("not testable here (only 1..4 cores")
+    assert few["gpu_mnist_faster_dearer"] == "not comparable (reference is 4 cores, not 12)"

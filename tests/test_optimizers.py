@@ -5,12 +5,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import params
+from repro.core import claims, harness, params
 from repro.core.params import ParameterError
 from repro.experiments.optimizers import experiment as optimizers
 from repro.ml import optim
@@ -18,6 +19,7 @@ from repro.ml import optim
 TINY = {"train_samples": 192, "test_samples": 96, "epochs": 3, "batch_size": 32, "seeds": [0],
         "optimizers": ["sgd", "adam", "rmsprop"], "tuned": False}
 METRICS = ["loss", "accuracy", "test_loss", "test_accuracy"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_seven_are_keras_classes_with_the_shared_hyperparameters():
@@ -60,35 +62,77 @@ def test_bad_input_is_one_line():
         spec.resolve("smoke", {"dataset": "imagenet"})
 
 
-def _summary(accs: dict, variant="shared"):
-    return pd.DataFrame([{"variant": variant, "optimizer": o, "final_accuracy": a} for o, a in accs.items()]).assign(
+def _summary(accs: dict, variant="shared", seeds=2):
+    return pd.DataFrame([{"variant": variant, "optimizer": o, "final_accuracy": a, "seeds": seeds,
+                          "epochs_to_95pct_best": 140.0, "train_time_s": 5400.0} for o, a in accs.items()]).assign(
         rank=lambda d: d["final_accuracy"].rank(ascending=False, method="min").astype(int))
 
 
+CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+PAPER_P = {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS), "seeds": [0, 1]}
+ACCS = {"adam": 0.82, "nadam": 0.81, "rmsprop": 0.78, "adagrad": 0.52, "momentum": 0.40, "sgd": 0.30, "nesterov": 0.20}
+
+
 def test_verdicts_on_hand_made_inputs():
-    p = {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS)}
-    cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-    accs = {"adam": 0.82, "nadam": 0.81, "rmsprop": 0.78, "adagrad": 0.52, "momentum": 0.40, "sgd": 0.30, "nesterov": 0.20}
-    table = optimizers.compare_with_paper(_summary(accs), p, cifar).set_index("optimizer")["verdict"]
+    table = optimizers.compare_with_paper(_summary(ACCS), PAPER_P, CIFAR).set_index("optimizer")["verdict"]
     assert table["Adam"] == "reproduced"  # rank 1
     assert table["Nadam"] == "reproduced"  # 0.01 from Adam
     assert table["RMSprop"] == "reproduced"  # 0.78 vs ~0.80
     assert table["Adagrad"] == "differs (+0.12 vs paper, tolerance 0.05)"
     assert table["SGD + momentum"] == "reproduced" and table["SGD"] == "reproduced"
     assert table["SGD + Nesterov"] == "reproduced"  # 0.20 vs ~0.25, exactly at the tolerance
-    swapped = dict(accs, adam=0.70)
-    t2 = optimizers.compare_with_paper(_summary(swapped), p, cifar).set_index("optimizer")["verdict"]
-    assert t2["Adam"] == "differs (rank 3)" and t2["Nadam"] == "differs (0.110 from Adam)"
+    swapped = dict(ACCS, adam=0.70)
+    t2 = optimizers.compare_with_paper(_summary(swapped), PAPER_P, CIFAR).set_index("optimizer")["verdict"]
+    assert t2["Adam"] == "differs (the claim does not hold for our numbers)"
+    assert t2["Nadam"] == "differs (0.11 outside [0, 0.02])"
     standin = {"name": "fashion_mnist_rgb32", "n_train": 8000, "stand_in_for": "cifar10"}
-    t3 = optimizers.compare_with_paper(_summary(accs), dict(p, epochs=4), standin)["verdict"]
+    t3 = optimizers.compare_with_paper(_summary(ACCS), dict(PAPER_P, epochs=4), standin)["verdict"]
     assert (t3 == "not comparable (fashion_mnist_rgb32 stands in for cifar10; 8,000 training images, not 50,000; "
                   "4 epochs, not 150)").all()
+    one_seed = optimizers.compare_with_paper(_summary(ACCS, seeds=1), PAPER_P, CIFAR).set_index("optimizer")["verdict"]
+    assert one_seed["Adam"].startswith("not comparable (1 run of a stochastic quantity")
 
 
-def test_claims_on_hand_made_inputs():
+def test_paper_vs_ours_and_ledger_cannot_disagree():
+    summary = _summary(dict(ACCS, adam=0.70))
+    led = claims.ledger(optimizers.NAME, optimizers.measurements(summary, PAPER_P, CIFAR)).set_index("claim")
+    table = optimizers.compare_with_paper(summary, PAPER_P, CIFAR)
+    for r in table.itertuples():
+        assert led.loc[f"{r.optimizer}: final test accuracy", "verdict"] == r.verdict
+    assert led.loc["models need about 140 epochs to converge", "verdict"] == "reproduced"
+    assert led.loc["about 1.5 h of training per optimizer", "verdict"].startswith("not comparable (the paper's hardware")
+    assert led.loc["conclusion: Adam and Nadam are the most accurate", "verdict"].startswith("differs")
+
+
+def test_judge_gives_every_claim_a_measurement_on_a_partial_run(tmp_path):
+    summary = _summary({"sgd": 0.3, "adam": 0.6})
+    params = dict(PAPER_P, optimizers=["sgd", "adam"])
+    result = harness.Result(tmp_path, params, {"datasets": [CIFAR]}, {"summary": summary})
+    measured = optimizers.EXPERIMENT.judge(result)
+    assert set(measured) == set(claims.load(optimizers.NAME))
+    led = claims.ledger(optimizers.NAME, measured).set_index("claim")
+    assert led.loc["Nadam: final test accuracy", "verdict"] == "not measured (Nadam was not trained in this run)"
+    assert led.loc["Nadam: final test accuracy", "basis"] == "none"
+    assert led.loc["conclusion: Adam and Nadam are the most accurate", "verdict"].startswith("not measured")
+    assert led.loc["SGD: final test accuracy", "verdict"] == "reproduced"
+
+
+def test_judge_rederives_the_published_cpu_ledger():
+    run_dir = next((ROOT / "published" / "cpu" / "optimizers").glob("2*"))
+    result = harness.load_result(run_dir)  # read only: judge writes nothing
+    measured = optimizers.EXPERIMENT.judge(result)
+    assert set(measured) == set(claims.load(optimizers.NAME))
+    new = claims.ledger(optimizers.NAME, measured)
+    old = pd.read_csv(run_dir / "ledger.csv")
+    assert list(new["claim"]) == list(old["claim"])
+    assert list(new["verdict"]) == list(old["verdict"])
+    assert list(new["basis"]) == list(old["basis"]) and list(new["runs"]) == list(old["runs"])
+
+
+def test_conclusions_on_hand_made_inputs():
     shared = _summary({"adam": 0.60, "nadam": 0.59, "sgd": 0.3})
     tuned = _summary({"adam": 0.60, "nadam": 0.55, "sgd": 0.64}, variant="tuned")
-    c = optimizers.claims(pd.concat([shared, tuned])).set_index(["variant", "claim"])["holds"]
+    c = optimizers.conclusions(pd.concat([shared, tuned])).set_index(["variant", "claim"])["holds"]
     assert c[("shared", "Adam is the most accurate of the seven")]
     assert c[("shared", "Adam and Nadam are the two most accurate")]
     assert not c[("tuned", "Adam is the most accurate of the seven")]
@@ -122,7 +166,7 @@ def test_validation_split_never_touches_the_test_set():
 
 
 def _child(results_root, overrides):
-    code = ("import os; os.environ['TF_CPP_MIN_LOG_LEVEL']='2'; from repro import optimizers; "
+    code = ("import os; os.environ['TF_CPP_MIN_LOG_LEVEL']='2'; from repro.experiments.optimizers import experiment as optimizers; "
             f"optimizers.run('smoke', {overrides!r})")
     env = {**os.environ, "REPRO_RESULTS": str(results_root)}
     return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -10,10 +10,17 @@ import pandas as pd
 import pytest
 
 from repro import cli
-from repro.core import paper
+from repro.core import claims as claims_mod
+from repro.core import harness, paper
+from repro.core.harness import Result
+from repro.core.ledger import category
 from repro.core.params import ParameterError
+from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import experiment as speedup
 from repro.experiments.speedup import measure as sm
+from repro.experiments.speedup import parameters, statements
+from repro.experiments.speedup.measure import contention, extended_time
+from repro.experiments.speedup.programs import assign_shards
 from repro.ml import models
 
 # The running example: t_grad = 1 s, t_comm = 0.5 s, D = 8 batches (N = 4 unless stated).
@@ -25,114 +32,114 @@ TG, TC, D = 1.0, 0.5, 8
 
 def test_sync_central_best_worst_mean():
     # 4.4-4.6: (N+1) t_comm + t_grad = 5 * 0.5 + 1 = 3.5
-    assert speedup.sync_central_best(TG, TC, 4) == pytest.approx(3.5)
+    assert eq.sync_central_best(TG, TC, 4) == pytest.approx(3.5)
     # 4.7-4.9: 2 N t_comm + t_grad = 8 * 0.5 + 1 = 5
-    assert speedup.sync_central_worst(TG, TC, 4) == pytest.approx(5.0)
+    assert eq.sync_central_worst(TG, TC, 4) == pytest.approx(5.0)
     # 4.11: (3.5 + 5) / 2 = 4.25
-    assert speedup.sync_central_mean(TG, TC, 4) == pytest.approx(4.25)
+    assert eq.sync_central_mean(TG, TC, 4) == pytest.approx(4.25)
     # vectorised over N: N = 1, 2 -> best 2.0, 2.5; worst 2.0, 3.0
-    np.testing.assert_allclose(speedup.sync_central_best(TG, TC, np.array([1, 2])), [2.0, 2.5])
-    np.testing.assert_allclose(speedup.sync_central_worst(TG, TC, np.array([1, 2])), [2.0, 3.0])
+    np.testing.assert_allclose(eq.sync_central_best(TG, TC, np.array([1, 2])), [2.0, 2.5])
+    np.testing.assert_allclose(eq.sync_central_worst(TG, TC, np.array([1, 2])), [2.0, 3.0])
 
 
 def test_sync_distributed():
     # 4.12: 2 t_comm (N-1)/N + t_grad = 2 * 0.5 * 3/4 + 1 = 1.75; N = 1 -> t_grad
-    assert speedup.sync_distributed(TG, TC, 4) == pytest.approx(1.75)
-    np.testing.assert_allclose(speedup.sync_distributed(TG, TC, np.array([1, 2])), [1.0, 1.5])
+    assert eq.sync_distributed(TG, TC, 4) == pytest.approx(1.75)
+    np.testing.assert_allclose(eq.sync_distributed(TG, TC, np.array([1, 2])), [1.0, 1.5])
 
 
 def test_async_central_best_worst_mean():
     # 4.13-4.15, N = 2: max((D+1) t_comm + t_grad, (N-1) t_comm + D/N (2 t_comm + t_grad))
     #                 = max(9 * 0.5 + 1, 0.5 + 4 * 2) = max(5.5, 8.5) = 8.5 (the worker is the bottleneck)
-    assert speedup.async_central_best(TG, TC, 2, D) == pytest.approx(8.5)
+    assert eq.async_central_best(TG, TC, 2, D) == pytest.approx(8.5)
     # N = 4: max(5.5, 1.5 + 2 * 2) = 5.5; t_comm = 0.25, N = 8: max(9*0.25+1, 7*0.25 + 1*1.5) = max(3.25, 3.25)
-    assert speedup.async_central_best(TG, TC, 4, D) == pytest.approx(5.5)
+    assert eq.async_central_best(TG, TC, 4, D) == pytest.approx(5.5)
     # the server is the bottleneck: t_comm = 1, N = 8, D = 8: max(9 + 1, 7 + 1 * 3) = 10; N = 4: max(10, 3 + 2*3) = 10
-    np.testing.assert_allclose(speedup.async_central_best(1.0, 1.0, np.array([4, 8]), 8), [10.0, 10.0])
+    np.testing.assert_allclose(eq.async_central_best(1.0, 1.0, np.array([4, 8]), 8), [10.0, 10.0])
     # 4.16-4.18: D/N (2 N t_comm + t_grad): N = 2 -> 4 * (2 + 1) = 12; N = 4 -> 2 * (4 + 1) = 10
-    np.testing.assert_allclose(speedup.async_central_worst(TG, TC, np.array([2, 4]), D), [12.0, 10.0])
+    np.testing.assert_allclose(eq.async_central_worst(TG, TC, np.array([2, 4]), D), [12.0, 10.0])
     # 4.20: N = 2 -> (8.5 + 12)/2 = 10.25; N = 4 -> (5.5 + 10)/2 = 7.75
-    np.testing.assert_allclose(speedup.async_central_mean(TG, TC, np.array([2, 4]), D), [10.25, 7.75])
+    np.testing.assert_allclose(eq.async_central_mean(TG, TC, np.array([2, 4]), D), [10.25, 7.75])
 
 
 def test_async_distributed():
     # 4.21: D/N (2 t_comm (N-1)/N + t_grad): N = 4 -> 2 * (0.75 + 1) = 3.5; N = 2 -> 4 * 1.5 = 6; N = 1 -> 8
-    np.testing.assert_allclose(speedup.async_distributed(TG, TC, np.array([1, 2, 4]), D), [8.0, 6.0, 3.5])
+    np.testing.assert_allclose(eq.async_distributed(TG, TC, np.array([1, 2, 4]), D), [8.0, 6.0, 3.5])
 
 
 def test_speedup_definition():
     # 4.23: S = D t_grad / t_parallel = 8 * 1 / 7.75
-    assert speedup.speedup(TG, D, 7.75) == pytest.approx(8 / 7.75)
+    assert eq.speedup(TG, D, 7.75) == pytest.approx(8 / 7.75)
 
 
 def test_estimate_sync_join():
     # I = D/N = 2 iterations; central mean 2 * 4.25 = 8.5 -> S = 8/8.5; best 2 * 3.5 = 7; worst 2 * 5 = 10
-    row = speedup.estimate(TG, TC, "sync-join", "central", 4, D).iloc[0]
+    row = eq.estimate(TG, TC, "sync-join", "central", 4, D).iloc[0]
     assert row["t_train"] == pytest.approx(8.5)
     assert row["speedup"] == pytest.approx(8 / 8.5)  # 0.941176...
     assert row["speedup_best"] == pytest.approx(8 / 7)
     assert row["speedup_worst"] == pytest.approx(0.8)
     # distributed: 2 * 1.75 = 3.5 -> S = 8/3.5; best = worst = estimate
-    row = speedup.estimate(TG, TC, "sync-join", "distributed", 4, D).iloc[0]
+    row = eq.estimate(TG, TC, "sync-join", "distributed", 4, D).iloc[0]
     assert row["speedup"] == row["speedup_best"] == row["speedup_worst"] == pytest.approx(8 / 3.5)
 
 
 def test_estimate_sync_split():
     # per-worker gradient t_grad/N = 0.25, I = D = 8 iterations
     # central: best 2.5 + 0.25 = 2.75, worst 4 + 0.25 = 4.25, mean 3.5 -> t = 28, S = 8/28
-    row = speedup.estimate(TG, TC, "sync-split", "central", 4, D).iloc[0]
+    row = eq.estimate(TG, TC, "sync-split", "central", 4, D).iloc[0]
     assert row["t_train"] == pytest.approx(28.0)
     assert row["speedup"] == pytest.approx(8 / 28)
     assert row["speedup_best"] == pytest.approx(8 / 22) and row["speedup_worst"] == pytest.approx(8 / 34)
     # distributed: 0.75 + 0.25 = 1 per iteration -> t = 8 = sequential, S = 1
-    assert speedup.estimate(TG, TC, "sync-split", "distributed", 4, D)["speedup"].iloc[0] == pytest.approx(1.0)
+    assert eq.estimate(TG, TC, "sync-split", "distributed", 4, D)["speedup"].iloc[0] == pytest.approx(1.0)
     # sync-split does not need D >= N (a batch is split, not handed out)
-    assert speedup.estimate(TG, TC, "sync-split", "central", 4, 2)["speedup"].iloc[0] == pytest.approx(2 / 7)
+    assert eq.estimate(TG, TC, "sync-split", "central", 4, 2)["speedup"].iloc[0] == pytest.approx(2 / 7)
 
 
 def test_estimate_async():
-    df = speedup.estimate(TG, TC, "async", "central", [2, 4], D)
+    df = eq.estimate(TG, TC, "async", "central", [2, 4], D)
     np.testing.assert_allclose(df["t_train"], [10.25, 7.75])
     np.testing.assert_allclose(df["speedup"], [8 / 10.25, 8 / 7.75])
     np.testing.assert_allclose(df["speedup_best"], [8 / 8.5, 8 / 5.5])
     np.testing.assert_allclose(df["speedup_worst"], [8 / 12, 0.8])
-    np.testing.assert_allclose(speedup.estimate(TG, TC, "async", "distributed", [4], D)["speedup"], [8 / 3.5])
+    np.testing.assert_allclose(eq.estimate(TG, TC, "async", "distributed", [4], D)["speedup"], [8 / 3.5])
 
 
 def test_one_worker():
     # N = 1, central: every batch costs 2 t_comm + t_grad = 2 -> S = 0.5 in every mode
-    for mode in speedup.MODES:
-        assert speedup.estimate(TG, TC, mode, "central", 1, D)["speedup"].iloc[0] == pytest.approx(0.5)
+    for mode in eq.MODES:
+        assert eq.estimate(TG, TC, mode, "central", 1, D)["speedup"].iloc[0] == pytest.approx(0.5)
         # distributed: no transfer term at N = 1 -> exactly sequential
-        assert speedup.estimate(TG, TC, mode, "distributed", 1, D)["speedup"].iloc[0] == pytest.approx(1.0)
+        assert eq.estimate(TG, TC, mode, "distributed", 1, D)["speedup"].iloc[0] == pytest.approx(1.0)
 
 
 def test_rounding_when_n_does_not_divide_d():
     # N = 3, D = 8, sync-join central: mean iteration (2 + 1 + 3 + 1)/2 = 3.5
     # exact (estimate.py): I = 8/3 -> t = 9.333, S = 8 / 9.333 = 0.857; ceil: I = 3 -> t = 10.5, S = 0.762
-    exact = speedup.estimate(TG, TC, "sync-join", "central", 3, D)["speedup"].iloc[0]
-    ceil = speedup.estimate(TG, TC, "sync-join", "central", 3, D, rounding="ceil")["speedup"].iloc[0]
+    exact = eq.estimate(TG, TC, "sync-join", "central", 3, D)["speedup"].iloc[0]
+    ceil = eq.estimate(TG, TC, "sync-join", "central", 3, D, rounding="ceil")["speedup"].iloc[0]
     assert exact == pytest.approx(8 / (8 / 3 * 3.5)) and ceil == pytest.approx(8 / 10.5)
     # async central, N = 3: exact best max(5.5, 1 + 8/3 * 2) = 6.333, worst 8/3 * 4 = 10.667 -> mean 8.5
     #                       ceil  best max(5.5, 1 + 3 * 2) = 7, worst 3 * 4 = 12 -> mean 9.5
-    assert speedup.async_central_mean(TG, TC, 3, D) == pytest.approx(8.5)
-    assert speedup.async_central_mean(TG, TC, 3, D, rounding="ceil") == pytest.approx(9.5)
+    assert eq.async_central_mean(TG, TC, 3, D) == pytest.approx(8.5)
+    assert eq.async_central_mean(TG, TC, 3, D, rounding="ceil") == pytest.approx(9.5)
     # N divides D: both readings agree
-    assert speedup.batches_per_worker(8, 4, "ceil") == speedup.batches_per_worker(8, 4) == 2
+    assert eq.batches_per_worker(8, 4, "ceil") == eq.batches_per_worker(8, 4) == 2
 
 
 def test_semaphore():
     # 7.1-7.2: one transfer takes t_comm (empty queue) .. N t_comm (N-1 queued) = 0.5 .. 2.0
-    best, worst = speedup.semaphore_transfer_time(TC, 4)
+    best, worst = eq.semaphore_transfer_time(TC, 4)
     assert best == pytest.approx(0.5) and worst == pytest.approx(2.0)
     # central with semaphore: the estimate is the best-case schedule; the worst case stays as the bound
-    row = speedup.estimate(TG, TC, "sync-join", "central", 4, D, semaphore=True).iloc[0]
+    row = eq.estimate(TG, TC, "sync-join", "central", 4, D, semaphore=True).iloc[0]
     assert row["t_train"] == pytest.approx(7.0) and row["speedup"] == pytest.approx(8 / 7)
     assert row["speedup_worst"] == pytest.approx(0.8)
-    row = speedup.estimate(TG, TC, "async", "central", 4, D, semaphore=True).iloc[0]
+    row = eq.estimate(TG, TC, "async", "central", 4, D, semaphore=True).iloc[0]
     assert row["speedup"] == pytest.approx(8 / 5.5)
     # the distributed server is unchanged
-    assert speedup.estimate(TG, TC, "async", "distributed", 4, D, semaphore=True)["speedup"].iloc[0] == pytest.approx(8 / 3.5)
+    assert eq.estimate(TG, TC, "async", "distributed", 4, D, semaphore=True)["speedup"].iloc[0] == pytest.approx(8 / 3.5)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -145,8 +152,8 @@ def test_semaphore():
     ((TG, TC, "async", "ring", 2, D), "unknown server 'ring'"),
 ])
 def test_bad_input_is_one_line(args, message):
-    with pytest.raises(speedup.EstimateError) as exc:
-        speedup.estimate(*args)
+    with pytest.raises(eq.EstimateError) as exc:
+        eq.estimate(*args)
     assert message in str(exc.value) and "\n" not in str(exc.value)
 
 
@@ -219,13 +226,13 @@ def test_cli_bad_input(capsys, extra, message):
 
 
 def test_table_6_1_is_data():
-    t = speedup.table_6_1().set_index("network")
+    t = eq.table_6_1().set_index("network")
     assert t.loc["SqueezeNet", "t_grad"] == pytest.approx(0.758) and t.loc["VGG16E", "t_comm"] == pytest.approx(5.153)
     assert paper.value("slampa2017", "batches") == 128
 
 
 def test_thesis_predictions_by_hand():
-    grid = speedup.predict_grid(speedup.table_6_1(), 128, {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8})
+    grid = eq.predict_grid(eq.table_6_1(), 128, {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8})
     assert len(grid) == 3 * 3 * 3 * 8 + 3 * 3 * 4  # 3 networks x 3 modes x 3 servers x 8 + VGG16E x 4
     pick = grid.set_index(["network", "mode", "server", "workers"])["speedup"]
     # SqueezeNet, sync-join, distributed, N = 8: 8 * 0.758 / (2 * 0.033 * 7/8 + 0.758) = 6.064 / 0.81575
@@ -268,18 +275,17 @@ def test_claims_logic_on_hand_made_inputs():
         {"id": "meas", "source": "x", "network": "A", "statement": "s", "check": "measured",
          "config": {"mode": "sync-join", "server": "distributed", "workers": 2}},
     ]
-    table = speedup.evaluate_claims(grid, claims).set_index("id")
-    assert table["verdict"].to_dict() == {
+    table = {c["id"]: statements.check_claim(grid, c) for c in claims}
+    assert {cid: r["verdict"] for cid, r in table.items()} == {
         "a_central_below": "pass", "a_parallel_above": "fail", "b_best_2": "pass", "b_best_3": "fail",
         "a_best_cfg": "pass", "b_best_cfg": "fail", "order": "pass", "any_b": "pass", "meas": "needs measurement"}
-    assert table.loc["a_central_below", "ours"] == "max 0.900 (sync-join, central, N=3)"
-    assert table.loc["a_parallel_above", "ours"] == "min 0.800 (sync-join, central, N=2)"
-    assert table.loc["meas", "ours"] == "predicted 1.80 at sync-join, distributed, N=2"
-    assert table.loc["meas", "kind"] == "measurement" and table.loc["order", "network"] == "all"
+    assert table["a_central_below"]["ours"] == "max 0.900 (sync-join, central, N=3)"
+    assert table["a_parallel_above"]["ours"] == "min 0.800 (sync-join, central, N=2)"
+    assert table["meas"]["ours"] == "predicted 1.80 at sync-join, distributed, N=2"
     # the distributed server falling below the central one fails server_order
     worse = grid.copy()
     worse.loc[(worse["network"] == "B") & (worse["server"] == "distributed") & (worse["workers"] == 2), "speedup"] = 1.0
-    assert speedup.check_claim(worse, claims[6])["verdict"] == "fail"
+    assert statements.check_claim(worse, claims[6])["verdict"] == "fail"
 
 
 def test_best_config_counts_ties():
@@ -287,24 +293,78 @@ def test_best_config_counts_ties():
     tie = grid.assign(mode="async")
     both = pd.concat([grid, tie], ignore_index=True)  # sync-join and async identical: a tie at the top
     claim = {"id": "t", "network": "A", "check": "best_config", "expect": {"modes": ["sync-join"], "server": "distributed"}}
-    res = speedup.check_claim(both, claim)
+    res = statements.check_claim(both, claim)
     assert res["verdict"] == "pass" and "sync-join, distributed, N=3; async, distributed, N=3" in res["ours"]
 
 
+THESIS_LIMITS = {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8}
+PREDICT_ONLY = {"measure": False, "networks": list(eq.NETWORKS)}
+
+
 def test_thesis_claims_on_the_thesis_predictions():
-    grid = speedup.predict_grid(speedup.table_6_1(), 128, {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8})
-    table = speedup.evaluate_claims(grid).set_index("id")
-    assert set(table["verdict"]) <= {"pass", "fail", "needs measurement"}
-    assert (table.loc[table["kind"] == "measurement", "verdict"] == "needs measurement").all()
+    grid = eq.predict_grid(eq.table_6_1(), 128, THESIS_LIMITS)
+    m = statements.measurements({"predictions": grid}, PREDICT_ONLY)
+    kinds = {c["id"]: c["check"] for c in statements.thesis_claims()}
+    assert list(m) == list(claims_mod.load(speedup.NAME))  # one measurement per claims.yaml entry
+    for cid, meas in m.items():
+        if kinds[cid] == "measured":  # measure=false: nothing of ours behind it
+            assert meas.gate.startswith("not measured") and meas.basis == "none", cid
+        else:
+            assert meas.basis == "equations" and meas.gate is None, cid
     for claim_id in ("vgg16e_below_one", "squeezenet_above_one", "squeezenet_split_central_best_4",
                      "squeezenet_best_config", "resnet34_split_below_one", "resnet34_async_central_below_one",
                      "googlenet_split_distributed_predicted_up", "distributed_never_worse_predicted",
                      "one_worker_central_slower"):
-        assert table.loc[claim_id, "verdict"] == "pass", claim_id
+        assert m[claim_id].holds is True, claim_id
     # the thesis' §6.3 sentence on Resnet34 sync-join with the central server contradicts its own equations:
     # N = 2: 2 * 0.821 / ((3 + 4)/2 * 0.811 + 0.821) = 1.642 / 3.6595 = 0.449
-    assert table.loc["resnet34_join_central_above_one", "verdict"] == "fail"
-    assert table.loc["resnet34_join_central_above_one", "ours"] == "min 0.449 (sync-join, central, N=2)"
+    assert m["resnet34_join_central_above_one"].holds is False
+    assert m["resnet34_join_central_above_one"].ours == "min 0.449 (sync-join, central, N=2)"
+    verdict = statements.verdicts(m)
+    assert verdict["vgg16e_below_one"].startswith("consistent")
+    assert verdict["resnet34_join_central_above_one"].startswith("differs")
+    assert verdict["squeezenet_best_measured"].startswith("not measured")
+    # the claims table and reported_vs_predicted show the ledger's verdicts, not their own
+    table = statements.claims_table(m).set_index("id")
+    assert table["verdict"].to_dict() == verdict
+    rep = statements.reported_vs_predicted(grid, verdict)
+    assert rep["thesis_measured"].tolist() == [6.5, 3.9, 4.0, 2.1]
+    assert rep["verdict"].str.startswith("not measured").all()
+
+
+def test_networks_left_out_are_not_measured():
+    grid = eq.predict_grid(eq.table_6_1(["SqueezeNet"]), 128, 8)
+    m = statements.measurements({"predictions": grid}, {"measure": False, "networks": ["SqueezeNet"]})
+    assert m["vgg16e_below_one"].gate == "not measured (VGG16E is not in this run's networks)"
+    assert m["squeezenet_above_one"].holds is True
+    assert len(claims_mod.ledger(speedup.NAME, m)) == len(claims_mod.load(speedup.NAME))
+
+
+def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
+    """judge on a hand-made Result (the thesis' grid + made-up measured runs): one row per claim."""
+    grid = eq.predict_grid(eq.table_6_1(), 128, THESIS_LIMITS)
+    cmp = _cmp([
+        ("A", "async", "central", 1, 0.8, 0.9, 0.8, 0.10, -0.02),
+        ("A", "async", "central", 2, 1.2, 1.5, 1.3, 0.20, 0.04),
+        ("A", "async", "distributed", 1, 0.5, 0.9, 0.9, -0.30, 0.00),  # 2x slower at N = 1: not "slightly"
+        ("A", "async", "distributed", 2, 1.5, 1.8, 1.4, 0.50, -0.06),
+    ])
+    result = Result(Path("."), {**PREDICT_ONLY, "measure": True}, {"experiment": "speedup"},
+                    {"predictions": grid, "measured_vs_predicted": cmp})
+    ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
+    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 28
+    by_claim = ledger.set_index("claim")
+    said = claims_mod.load(speedup.NAME)
+    row = by_claim.loc[said["one_worker_distributed_measured"].text]
+    assert row["verdict"].startswith("differs") and row["basis"] == "measured" and row["runs"] == 1
+    # holds on one timed run of a stochastic quantity: not comparable, never reproduced
+    row = by_claim.loc[said["central_predictions_accurate"].text]
+    assert row["verdict"].startswith("not comparable (1 run") and row["basis"] == "measured"
+    row = by_claim.loc[said["squeezenet_best_measured"].text]
+    assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
+    assert not ledger["verdict"].str.startswith("reproduced").any()
+    eq_rows = ledger[ledger["basis"] == "equations"]
+    assert len(eq_rows) == 17 and eq_rows["verdict"].str.startswith(("consistent", "differs")).all()
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -323,8 +383,6 @@ def test_bad_measuring_configuration_is_one_line_before_any_run(overrides, messa
 
 
 def test_algorithm_3_7_gives_each_tensor_to_the_least_loaded_unit():
-    from repro.experiments.speedup.programs import assign_shards
-
     # loads after each step: [10,0,0] [10,5,0] [10,5,3] [10,5,7] [10,11,7] [10,11,8]
     assert assign_shards([10, 5, 3, 4, 6, 1], 3) == [0, 1, 2, 2, 1, 2]
     assert assign_shards([7, 7, 7], 1) == [0, 0, 0]
@@ -334,8 +392,6 @@ def test_algorithm_3_7_gives_each_tensor_to_the_least_loaded_unit():
 
 
 def test_extended_model_against_hand_computed_times():
-    from repro.experiments.speedup.measure import contention, extended_time
-
     assert contention([1, 2, 4], cores=2, threads_per_worker=1).tolist() == [1.0, 1.0, 2.0]
     assert contention([1, 2], cores=2, threads_per_worker=0).tolist() == [1.0, 2.0]  # one worker uses both cores
     kw = dict(t_pull=0.1, t_push=0.3, t_lat=0.01, cores=2, threads_per_worker=1)
@@ -400,7 +456,7 @@ def test_parameter_counts_match_published_architectures():
     assert models.trainable_parameters(models.resnet34(224, 1000)) == 21_797_672
     googlenet = models.trainable_parameters(models.googlenet(224, 1000, side_classifiers=False))
     assert googlenet == 6_998_552
-    assert abs(googlenet / 6.8e6 - 1) <= speedup.PARAMS_TOLERANCE["GoogLeNet"]
+    assert abs(googlenet / 6.8e6 - 1) <= parameters.PARAMS_TOLERANCE["GoogLeNet"]
 
 
 def test_googlenet_side_classifiers():
@@ -434,25 +490,25 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert (grid["speedup_worst"] <= grid["speedup"] + 1e-12).all() and (grid["speedup"] <= grid["speedup_best"] + 1e-12).all()
     assert grid["speedup"].between(0.01, 8).all()  # never above N = 8
     claims = pd.read_csv(run / "claims.csv", keep_default_na=False).set_index("id")
-    assert list(claims.columns) == ["network", "source", "kind", "statement", "ours", "verdict", "note"]
-    assert claims.loc["squeezenet_split_central_best_4", "verdict"] == "pass"
-    assert claims.loc["vgg16e_below_one", "verdict"] == "pass"
+    assert list(claims.columns) == ["network", "source", "kind", "statement", "ours", "holds", "verdict", "basis",
+                                    "note"]
+    assert claims.loc["squeezenet_split_central_best_4", "holds"] == "yes"
+    assert claims.loc["vgg16e_below_one", "verdict"].startswith("consistent")
     # smoke measures SqueezeNet on loopback: statements about the thesis' GPU numbers are not comparable,
     # the general ones are checked on our runs
-    assert claims.loc["squeezenet_best_measured", "verdict"] == "not comparable"
+    assert claims.loc["squeezenet_best_measured", "verdict"].startswith("not comparable (the thesis' GPUs")
     for cid in ("one_worker_distributed_measured", "distributed_never_worse_measured", "central_predictions_accurate",
                 "distributed_predictions_trend"):
-        assert claims.loc[cid, "verdict"].endswith("(measured here)"), cid
-    # each measured verdict follows from the run's own numbers (not "pass or fail, either is fine")
+        assert claims.loc[cid, "basis"] == "measured" and claims.loc[cid, "holds"] in ("yes", "no"), cid
+    # each measured check follows from the run's own numbers (not "pass or fail, either is fine")
     cmpd = pd.read_csv(run / "measured_vs_predicted.csv")
     one = cmpd[(cmpd["workers"] == 1) & (cmpd["server"] == "distributed")]["speedup_measured"]
     slightly = sm.SLIGHTLY_SLOWER_MIN <= one.min() and one.max() < 1
-    assert claims.loc["one_worker_distributed_measured", "verdict"] == (
-        "pass (measured here)" if slightly else "fail (measured here)")
+    assert claims.loc["one_worker_distributed_measured", "holds"] == ("yes" if slightly else "no")
     central = cmpd[cmpd["server"] == "central"]["error_thesis"].abs().mean() * 100
-    assert claims.loc["central_predictions_accurate", "verdict"] == (
-        "pass (measured here)" if central <= sm.ACCURATE_MAPE else "fail (measured here)")
+    assert claims.loc["central_predictions_accurate", "holds"] == ("yes" if central <= sm.ACCURATE_MAPE else "no")
     led = pd.read_csv(run / "ledger.csv", keep_default_na=False)
+    assert led["verdict"].tolist() == claims["verdict"].tolist()  # the claims table shows the ledger's verdicts
     # the thesis' equations on its own Table 6.1 inputs: consistent at most, never reproduced
     eq = led[led["basis"] == "equations"]
     assert len(eq) >= 10 and not eq["verdict"].str.startswith("reproduced").any()
@@ -493,3 +549,15 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert any("image/png" in o.get("data", {}) for o in outputs)
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
     assert 'id="speedup-claims"' in html and 'id="speedup-parameters"' in html
+
+
+def test_judge_re_derives_the_published_cpu_ledger():
+    """judge reads only a run's files: on the published cpu run it gives that run's ledger back."""
+    runs = sorted((Path(__file__).parents[1] / "published" / "cpu" / "speedup").glob("2*"))
+    if not runs:
+        pytest.skip("no published cpu run of speedup in this checkout")
+    result = harness.load_result(runs[-1])
+    ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
+    published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str)
+    assert ledger["verdict"].map(category).tolist() == published["verdict"].map(category).tolist()
+    assert ledger["ours"].tolist() == published["ours"].tolist()

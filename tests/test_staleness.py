@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import ledger
+from repro.core import claims, harness, ledger, results
 from repro.core.params import ParameterError
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness import experiment as st
+from repro.experiments.staleness import verdicts
 
 LR = 0.25
 
@@ -332,6 +333,88 @@ def test_profiles_list_every_parameter_and_the_notebook():
     assert set(spec.profiles) == {"smoke", "cpu", "paper"}
     for name in spec.profiles:
         spec.resolve(name)  # every profile validates
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims: one measurement per claim id, from the written tables only
+# ---------------------------------------------------------------------------------------------
+
+def _hand_made_result(pipeline_check: bool, thread_means=(1.0,)) -> harness.Result:
+    """A tiny written run: N 1/2, k 1/16; Adam state; tau 0/8 fixed; every mitigation at tau 8; threads N = 2."""
+    params = {"seeds": [0, 1], "workers": [1, 2], "batch_size": 32, "acceptable_drop": 0.02, "epochs": 4,
+              "state_optimizer": "adam", "state_workers": 2, "mitigation_tau_dist": "geometric",
+              "pipeline_check": pipeline_check}
+    ps = pd.DataFrame({"workers": [1, 2, 2], "period": [1, 1, 16], "acc_mean": [0.85, 0.80, 0.79],
+                       "rounds": [0, 100, 7], "comm_mb": [0.0, 5.0, 0.35], "drop_vs_k1": [0.0, 0.0, 0.01],
+                       "acceptable": [True, True, True]})
+    fin = pd.DataFrame({"part": ["grid", "grid"], "workers": [2, 2], "period": [1, 16], "local_steps": [100, 100]})
+    ss = pd.DataFrame({"period": [16, 16], "state_mode": ["weights", "weights+state"], "acc_mean": [0.70, 0.75]})
+    ts = pd.DataFrame({"tau_dist": ["fixed", "fixed"], "tau": [0, 8], "acc_mean": [0.8, 0.5], "drop_vs_sync": [0.0, 0.3]})
+    variants = ["none", "scaling", "soft_sync", "bounded", "scaling+soft_sync"]
+    ms = pd.DataFrame({"tau": [8] * 5, "variant": variants, "acc_mean": [0.5, 0.6, 0.49, 0.7, 0.65],
+                       "gain_vs_none": [0.0, 0.1, -0.01, 0.2, 0.15]})
+    th = pd.DataFrame({"workers": [2] * len(thread_means), "mean": list(thread_means)})
+    tables = {"period_summary": ps, "averaging_final": fin, "state_summary": ss, "tau_summary": ts,
+              "mitigation_summary": ms, "thread_staleness": th}
+    summary = {"equivalence_max_abs_difference": 3e-8, "weight_bytes": 1000, "state_optimizer_state_bytes": 2000}
+    prov = {"experiment": "staleness", "profile": "smoke", "datasets": [{"n_train": 2000}]}
+    return harness.Result("/nonexistent", params, prov, tables, summary)
+
+
+def _categories(measured) -> dict[str, str]:
+    led = claims.ledger(st.NAME, measured)
+    return dict(zip(claims.load(st.NAME), led["verdict"].map(ledger.category)))
+
+
+def test_judge_gives_every_claim_a_measurement_from_a_hand_made_run():
+    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=False))
+    assert set(measured) == set(claims.load(st.NAME))
+    cats = _categories(measured)
+    assert cats["k1_equals_single_machine"] == "reproduced"  # 3e-8 <= 1e-5, exact: one run suffices
+    assert cats["period_10_20_acceptable"] == "partly"  # k = 16 only, not 10 and 20
+    assert cats["state_averaging_needed"] == "reproduced"  # +5 pts > 2, two seeds
+    assert cats["staleness_hurts"] == "reproduced"
+    # mean 1 + 1 = 2 = N holds, but one thread run per N of a stochastic quantity cannot be "reproduced"
+    assert cats["staleness_equals_n_threads"] == "not comparable"
+    assert cats["mitigation_scaling"] == "reproduced" and cats["mitigation_soft_sync"] == "differs"
+    assert cats["mitigation_bounded"] == "not comparable"  # the waiting is not charged
+    assert cats["scaling_soft_sync_best"] == "differs"  # bounded is best
+    assert cats["one_machine_first"] == "not comparable"
+    assert cats["staleness_equals_n_cluster"] == "not measured"
+    assert cats["data_parallel_preferred"] == cats["async_higher_throughput"] == "not testable here"
+
+
+def test_judge_marks_stochastic_claims_of_a_pipeline_check_not_comparable():
+    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=True, thread_means=(3.0,)))
+    led = claims.ledger(st.NAME, measured).assign(id=list(claims.load(st.NAME)))
+    cats = led.set_index("id")["verdict"].map(ledger.category)
+    assert cats[cats == "reproduced"].index.tolist() == ["k1_equals_single_machine"]
+    verdict = led.set_index("id")["verdict"]
+    assert verdict["staleness_hurts"].startswith("not comparable (smoke profile: 4 epoch(s) on 2,000 images")
+    assert verdict["period_10_20_acceptable"].startswith("partly")  # a gate decided before the cheap one stays
+
+
+def test_claims_table_shows_the_ledgers_verdicts():
+    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=False, thread_means=(3.0,)))
+    led = claims.ledger(st.NAME, measured)
+    table = verdicts.claims_table(led)
+    assert table["verdict"].tolist() == led["verdict"].tolist()
+    assert table["paper"].tolist() == led["paper_value"].tolist()
+    assert table.set_index("claim").loc[claims.load(st.NAME)["staleness_equals_n_threads"].text,
+                                        "verdict"].startswith("differs")  # mean 4 vs N = 2
+
+
+def test_published_cpu_run_rejudges_to_the_same_categories():
+    root = results.project_root()
+    runs = sorted(p for p in (root / "published" / "cpu" / "staleness").glob("*/") if (p / "ledger.csv").is_file())
+    assert runs, "the repository carries a published cpu run of staleness"
+    result = harness.load_result(runs[-1])
+    measured = st.EXPERIMENT.judge(result)
+    assert set(measured) == set(claims.load(st.NAME))
+    new = claims.ledger(st.NAME, measured)
+    old = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False)
+    assert new["claim"].str[:40].tolist() == old["claim"].str[:40].tolist()
+    assert new["verdict"].map(ledger.category).tolist() == old["verdict"].map(ledger.category).tolist()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 
+from repro.book import build as book
+from repro.book.build import BookError
+from repro.core import harness, results, runner
 from repro.core import params as _params
+from repro.core.runner import RunFailed
+from repro.ml import data
+from repro.ml.data import DatasetUnavailable
 
 EXIT_USAGE = 2
 
@@ -22,7 +30,6 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from repro.core import runner
 
     names = list(_params.experiments()) if args.experiment == "all" else [args.experiment]
     plans = []
@@ -38,7 +45,6 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_book(args) -> int:
-    from repro.book import build as book
 
     source = args.source or ("results" if args.profile else "published")
     if source == "published":
@@ -52,7 +58,6 @@ def _cmd_book(args) -> int:
 
 
 def _cmd_publish(args) -> int:
-    from repro.book import build as book
 
     published = book.publish(args.profile)
     for path in published:
@@ -63,8 +68,22 @@ def _cmd_publish(args) -> int:
     return 0
 
 
+def _cmd_rejudge(args) -> int:
+
+    dirs = [results.from_project(d) for d in args.run_dir]
+    if args.published:
+        dirs += [r for n in _params.experiments()
+                 if (r := results.latest_run(n, args.published, book.published_root())) is not None]
+    if not dirs:
+        raise _params.ParameterError("rejudge: name run directories or --published PROFILE")
+    for run_dir in dirs:
+        ledger = harness.rejudge(run_dir)
+        counts = ledger["verdict"].map(lambda v: v.split(" (")[0]).value_counts().to_dict()
+        print(f"[repro] {results.relative_to_project(run_dir)}: {len(ledger)} claims {counts}")
+    return 0
+
+
 def _cmd_data_status(args) -> int:
-    from repro.ml import data
 
     rows = data.status()
     width = max(len(r["dataset"]) for r in rows)
@@ -103,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True)
     p.set_defaults(func=_cmd_publish)
 
+    p = sub.add_parser("rejudge", help="re-derive stored runs' ledger.csv from their tables (claims.yaml, "
+                                      "verdict rules of this checkout); never trains")
+    p.add_argument("run_dir", nargs="*", help="finished run directories")
+    p.add_argument("--published", metavar="PROFILE", help="every experiment's newest run in published/PROFILE")
+    p.set_defaults(func=_cmd_rejudge)
+
     p = sub.add_parser("data", help="datasets")
     dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
     q = dsub.add_parser("status", help="which datasets are available offline here, and from where")
@@ -111,7 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
     # Experiment modules may add their own tools (e.g. `repro estimate`, `repro cost`):
     # an experiment module (repro/experiments/<name>/experiment.py) that defines add_cli(subparsers).
     # Such modules must import cheaply (TensorFlow only inside functions).
-    import importlib
 
     for spec in _params.experiments().values():
         module = importlib.import_module(spec.module)
@@ -121,9 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from repro.book.build import BookError
-    from repro.core.runner import RunFailed
-    from repro.ml.data import DatasetUnavailable
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -135,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `repro list | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

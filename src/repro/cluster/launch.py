@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .spec import ROLES, ClusterError, ClusterSpec
-from .supervisor import ClusterTimeout, TaskFailed
+from .spec import ROLES, ClusterError, ClusterSpec, is_local
+from .supervisor import ClusterTimeout, TaskFailed, tail
 
 ISOLATIONS = ("auto", "netns", "none")
 _ERRORS = {"ClusterTimeout": ClusterTimeout, "TaskFailed": TaskFailed}
@@ -203,6 +203,53 @@ def _program_cmd(program: str) -> list[str]:
     return [sys.executable, "-m", "repro.cluster._entry", "node", "run", program]
 
 
+def _check_shape(workers, ps, chief, server, program_roles, cluster, network, **seconds) -> tuple[str, ...]:
+    """One-line :class:`ClusterError` for a bad cluster shape or time limit; the program's roles as a tuple."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ClusterError(f"workers must be an integer >= 1, got {workers!r}")
+    if isinstance(ps, bool) or not isinstance(ps, int) or ps < 0:
+        raise ClusterError(f"ps must be an integer >= 0, got {ps!r}")
+    if server not in ("tf", "tcp"):
+        raise ClusterError(f"server must be 'tf' or 'tcp', got {server!r}")
+    for name, value in seconds.items():
+        if not isinstance(value, (int, float)) or value <= 0:
+            raise ClusterError(f"{name} must be a positive number of seconds, got {value!r}")
+    program_roles = (program_roles,) if isinstance(program_roles, str) else tuple(program_roles)
+    if not program_roles or any(r not in ROLES for r in program_roles):
+        raise ClusterError(f"program_roles must be roles among {', '.join(ROLES)}, got {program_roles!r}")
+    if cluster is None and program_roles == ("chief",) and not chief:
+        raise ClusterError("the program runs on the chief but chief=False: pass program_roles=('worker',) or chief=True")
+    if network is not None and not isinstance(network, Network):
+        raise ClusterError(f"network must be a repro.cluster.Network, got {network!r}")
+    return program_roles
+
+
+def _supervise(run_dir: Path, mode: str, child_env: dict, on_ready, limit: float, grace: float) -> None:
+    """Start the supervisor of ``run_dir/plan.json`` (in a private namespace for ``netns``) and wait
+    for it (at most ``limit`` seconds), calling ``on_ready`` once the servers are up; always tear down."""
+    cmd = [sys.executable, "-m", "repro.cluster._entry", "supervise", str(run_dir / "plan.json")]
+    if mode == "netns":
+        cmd = ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--map-root-user", "--kill-child"] + cmd
+    if shutil.which("setpriv"):
+        cmd = ["setpriv", "--pdeathsig", "KILL"] + cmd
+    outer_deadline = time.monotonic() + limit
+    with open(run_dir / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env={**os.environ, **child_env})
+    try:
+        fired = on_ready is None
+        while not _exited(proc):
+            if not fired and (run_dir / "ready.json").exists():
+                fired = True
+                on_ready(json.loads((run_dir / "ready.json").read_text()))
+            if time.monotonic() > outer_deadline:
+                raise ClusterTimeout(f"cluster supervisor did not finish within {limit:g} s; "
+                                     f"see {run_dir / 'supervisor.log'}")
+            time.sleep(0.05)
+    finally:
+        _teardown(proc, grace + 2.0)
+
+
 def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = True,
                 program_roles: tuple[str, ...] = ("chief",), kwargs: dict | None = None,
                 cluster: ClusterSpec | None = None, server: str = "tf",
@@ -230,22 +277,8 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     Logs: ``run_dir/logs/<role>-<index>.log``; also ``cluster.json``, ``exposure.json``,
     ``status.json``, ``results/``. KeyboardInterrupt tears the cluster down and propagates.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ClusterError(f"workers must be an integer >= 1, got {workers!r}")
-    if isinstance(ps, bool) or not isinstance(ps, int) or ps < 0:
-        raise ClusterError(f"ps must be an integer >= 0, got {ps!r}")
-    if server not in ("tf", "tcp"):
-        raise ClusterError(f"server must be 'tf' or 'tcp', got {server!r}")
-    for name, value in (("timeout", timeout), ("ready_timeout", ready_timeout), ("grace", grace)):
-        if not isinstance(value, (int, float)) or value <= 0:
-            raise ClusterError(f"{name} must be a positive number of seconds, got {value!r}")
-    program_roles = (program_roles,) if isinstance(program_roles, str) else tuple(program_roles)
-    if not program_roles or any(r not in ROLES for r in program_roles):
-        raise ClusterError(f"program_roles must be roles among {', '.join(ROLES)}, got {program_roles!r}")
-    if cluster is None and program_roles == ("chief",) and not chief:
-        raise ClusterError("the program runs on the chief but chief=False: pass program_roles=('worker',) or chief=True")
-    if network is not None and not isinstance(network, Network):
-        raise ClusterError(f"network must be a repro.cluster.Network, got {network!r}")
+    program_roles = _check_shape(workers, ps, chief, server, program_roles, cluster, network,
+                                 timeout=timeout, ready_timeout=ready_timeout, grace=grace)
     net = network.validate() if network is not None else None
     program_cmd = _program_cmd(program)
     mode = resolve_isolation(isolation, allow_exposed)
@@ -254,7 +287,6 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     if net and cluster is not None:
         raise ClusterError("an emulated network assigns its own addresses: pass workers/ps/chief, not cluster")
     if cluster is not None and mode == "netns":
-        from .spec import is_local
         remote = [t.name for t in cluster.tasks if not is_local(t)]
         if remote:
             raise ClusterError(f"a local cluster in a private namespace has only loopback; {remote[0]} is not local")
@@ -280,34 +312,13 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
         raise ClusterError(f"kwargs must be JSON-serialisable: {exc}") from None
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
 
-    cmd = [sys.executable, "-m", "repro.cluster._entry", "supervise", str(run_dir / "plan.json")]
-    if mode == "netns":
-        cmd = ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--map-root-user", "--kill-child"] + cmd
-    if shutil.which("setpriv"):
-        cmd = ["setpriv", "--pdeathsig", "KILL"] + cmd
-    outer_deadline = time.monotonic() + ready_timeout + timeout + 2 * grace + 30
-    with open(run_dir / "supervisor.log", "ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env={**os.environ, **child_env})
-    try:
-        fired = on_ready is None
-        while not _exited(proc):
-            if not fired and (run_dir / "ready.json").exists():
-                fired = True
-                on_ready(json.loads((run_dir / "ready.json").read_text()))
-            if time.monotonic() > outer_deadline:
-                raise ClusterTimeout(f"cluster supervisor did not finish within {ready_timeout + timeout + 2 * grace + 30:g} s; "
-                                     f"see {run_dir / 'supervisor.log'}")
-            time.sleep(0.05)
-    finally:
-        _teardown(proc, grace + 2.0)
+    _supervise(run_dir, mode, child_env, on_ready, ready_timeout + timeout + 2 * grace + 30, grace)
     return _result(run_dir, mode)
 
 
 def _result(run_dir: Path, mode: str) -> ClusterResult:
     status_path = run_dir / "status.json"
     if not status_path.exists():
-        from .supervisor import tail
         raise ClusterInterrupted(f"cluster supervisor ended without a status; supervisor log: "
                                  f"{tail(run_dir / 'supervisor.log')}")
     status = json.loads(status_path.read_text())

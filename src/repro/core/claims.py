@@ -14,7 +14,8 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     source:      where in the paper (digest section, table, figure)
     evidence:    HTML id of the chapter's table that shows our evidence
     check:       within (|ours - reported| <= tolerance) | band (low <= ours <= high) | holds (yes/no)
-    reported:    id in paperdata/reported.csv of the paper's number (check within)
+    reported:    id in paperdata/reported.csv of the paper's number (check within), or
+    reference:   the paper's number itself (a paper whose numbers are not in reported.csv)
     tolerance:   absolute, in the quantity's unit (check within)
     band:        [low, high] (check band)
     tolerance_source: where the tolerance or band comes from (required with within and band)
@@ -53,13 +54,16 @@ class Claim:
     evidence: str
     check: str
     reported: str | None = None
+    reference_value: float | None = None
     tolerance: float | None = None
     band: tuple[float, float] | None = None
     tolerance_source: str = ""
     stochastic: bool = True
 
     def reference(self) -> float:
-        """The paper's number (``reported`` in ``paperdata/reported.csv``)."""
+        """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
+        if self.reference_value is not None:
+            return float(self.reference_value)
         return _paper.value(self.paper, self.reported)
 
 
@@ -84,14 +88,16 @@ class Measured:
 
 def _claim(experiment: str, raw: dict) -> Claim:
     where = f"{experiment}/claims.yaml, claim {raw.get('id', '?')!r}"
+    raw = {("reference_value" if k == "reference" else k): v for k, v in raw.items()}
     missing = [k for k in _REQUIRED if k not in raw]
     unknown = set(raw) - set(Claim.__dataclass_fields__)
     if missing or unknown:
         raise ClaimsError(f"{where}: missing {missing} / unknown {sorted(unknown)}")
     if raw["check"] not in CHECKS:
         raise ClaimsError(f"{where}: check must be one of {', '.join(CHECKS)}, got {raw['check']!r}")
-    if raw["check"] == "within" and (raw.get("reported") is None or raw.get("tolerance") is None):
-        raise ClaimsError(f"{where}: check 'within' needs reported and tolerance")
+    if raw["check"] == "within" and (raw.get("tolerance") is None
+                                     or (raw.get("reported") is None) == (raw.get("reference_value") is None)):
+        raise ClaimsError(f"{where}: check 'within' needs a tolerance and one of reported, reference")
     if raw["check"] == "band" and len(raw.get("band") or ()) != 2:
         raise ClaimsError(f"{where}: check 'band' needs band: [low, high]")
     if raw["check"] != "holds" and not raw.get("tolerance_source"):
@@ -140,6 +146,8 @@ def verdict(claim: Claim, m: Measured) -> str:
             ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
     if ok:
         return ("consistent" if m.basis == "equations" else "reproduced") + note
+    if claim.check == "holds" and m.note:  # the experiment's own words say how it does not hold
+        return f"differs ({m.note})"
     return f"differs ({detail})" + note
 
 

@@ -134,8 +134,3 @@ def rejudge(run_dir: Path) -> pd.DataFrame:
     results.atomic_write_json(Path(run_dir) / "provenance.json", record)
     return ledger
 
-
-def legacy_start(experiment: str, profile: str | None, overrides: dict | None, run_dir):
-    """TRANSITIONAL (removed once every experiment runs through :func:`run`)."""
-    p, profile = start(experiment, profile, overrides)
-    return p, profile, lambda: Run(experiment, profile, p, run_dir)

@@ -1,8 +1,9 @@
 """`slampa2017` measured: t_grad / t_comm over gRPC, real distributed runs, and two models' errors.
 
-Called by :func:`repro.experiments.speedup.experiment.run` when ``measure`` is true. Every number comes from real
-processes started by :func:`repro.cluster.run_cluster` (private network namespace; on an
-emulated link when ``train_link`` names a rate) running :mod:`repro.experiments.speedup.programs`:
+Called by the experiment's ``measure`` (:mod:`repro.experiments.speedup.experiment`) when the
+parameter ``measure`` is true. Every number comes from real processes started by
+:func:`repro.cluster.run_cluster` (private network namespace; on an emulated link when
+``train_link`` names a rate) running :mod:`repro.experiments.speedup.programs`:
 
 1. **probes** (one cluster per link in ``probe_links``: one PS, one worker): ``t_grad`` for
    every closure batch size, ``t_pull`` / ``t_push`` (all weights PS -> worker / worker -> PS)
@@ -12,7 +13,7 @@ emulated link when ``train_link`` names a rate) running :mod:`repro.experiments.
    the sequential ``t_grad`` of one whole batch on one worker);
 3. **predictions** for the same grid from the probe on ``train_link``:
 
-   * *thesis*: :func:`repro.experiments.speedup.experiment.estimate` with ``t_comm = (t_pull + t_push) / 2``;
+   * *thesis*: :func:`repro.experiments.speedup.equations.estimate` with ``t_comm = (t_pull + t_push) / 2``;
    * *extended* (:func:`extended_time`): the thesis' structure with these corrections, every
      input measured by the probe, nothing fitted to the runs:
 
@@ -43,7 +44,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro import cluster
+from repro.book import plots as book_plots
 from repro.core.params import ParameterError
+from repro.experiments.speedup import equations as eq
 
 PROGRAMS = "repro.experiments.speedup.programs"
 MODEL_NAMES = ("thesis", "extended")
@@ -107,8 +111,6 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
 
 
 def _network_arg(link: str):
-    from repro import cluster
-
     return None if link == "loopback" else cluster.Network(bandwidth=link)
 
 
@@ -128,8 +130,6 @@ def check(p: dict) -> None:
 
 def probes(p: dict, base: Path) -> pd.DataFrame:
     """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network."""
-    from repro import cluster
-
     sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
                                             if "sync-split" in p["measure_modes"]})
     rows = []
@@ -157,8 +157,6 @@ def _stat_cols(st: dict) -> dict:
 
 def runs(p: dict, base: Path) -> pd.DataFrame:
     """One training cluster per (server, N): every network and mode; wall time of D batches."""
-    from repro import cluster
-
     rows = []
     env = cluster.thread_env(p["threads_per_worker"])
     for server in p["measure_servers"]:
@@ -196,8 +194,6 @@ def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch
 
 def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd.DataFrame:
     """Measured time and speedup next to the thesis' and the extended model's, per configuration."""
-    from repro.experiments.speedup import experiment as eq
-
     link, d, b = p["train_link"], p["measure_batches"], p["measure_batch"]
     rows = []
     for r in measured.itertuples():
@@ -253,8 +249,6 @@ def choices(cmp: pd.DataFrame) -> pd.DataFrame:
 
 def semaphore_effect(cmp: pd.DataFrame, d: int) -> pd.DataFrame:
     """Central server with and without the semaphore: measured times and the thesis' best case."""
-    from repro.experiments.speedup import experiment as eq
-
     keys = ["network", "mode", "workers"]
     both = cmp[cmp["server"] == "central"].merge(cmp[cmp["server"] == "central+semaphore"], on=keys,
                                                   suffixes=("", "_sem"))
@@ -325,9 +319,7 @@ def plot_measured(cmp: pd.DataFrame, dpi: int = 100):
     """Measured speedup (points) and both models' predictions (lines), per network and mode."""
     import matplotlib.pyplot as plt
 
-    from repro.book import plots
-
-    plots.style()
+    book_plots.style()
     nets, modes = list(dict.fromkeys(cmp["network"])), list(dict.fromkeys(cmp["mode"]))
     servers = list(dict.fromkeys(cmp["server"]))
     fig, axes = plt.subplots(len(nets), len(modes), figsize=(4.2 * len(modes), 3.2 * len(nets)), squeeze=False,

@@ -39,6 +39,7 @@ import re
 import time
 
 from repro.cluster import context
+from repro.ml import models
 from repro.ml.data import synthetic_batch
 
 NETWORK_SIDE_CLASSIFIERS = False  # GoogLeNet trains without its two side classifiers here (one output)
@@ -65,8 +66,6 @@ def assign_shards(sizes, units: int) -> list[int]:
 
 def build_network(name: str, image_size: int, num_classes: int):
     """One of the thesis' four networks from :mod:`repro.ml.models` (GoogLeNet without side classifiers)."""
-    from repro.ml import models
-
     build = models.SLAMPA2017_NETWORKS[name]
     if name == "GoogLeNet":
         return build(image_size, num_classes, side_classifiers=NETWORK_SIDE_CLASSIFIERS)

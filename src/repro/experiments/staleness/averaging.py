@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from repro.ml import optim
+
 OPTIMIZERS = ("sgd", "momentum", "adam")
 STATE_MODES = ("weights", "weights+state")
 
@@ -71,16 +73,11 @@ def epoch_batches(index: np.ndarray, batch_size: int, seed: int, epoch: int, wor
 # ----------------------------------------------------------------------------------------------
 
 def make_optimizer(name: str, learning_rate: float, momentum: float = 0.9):
-    """Keras optimizer by name: ``sgd`` (plain), ``momentum`` (SGD with momentum), ``adam``."""
-    import keras
-
+    """Keras optimizer by name: ``sgd`` (plain), ``momentum`` (SGD with momentum), ``adam``
+    (the engines' subset of :func:`repro.ml.optim.make_optimizer`, with one-line :class:`EngineError`)."""
     _check(name in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {name!r}")
     _check(learning_rate > 0, f"learning_rate must be > 0, got {learning_rate!r}")
-    if name == "sgd":
-        return keras.optimizers.SGD(learning_rate)
-    if name == "momentum":
-        return keras.optimizers.SGD(learning_rate, momentum=momentum)
-    return keras.optimizers.Adam(learning_rate)
+    return optim.make_optimizer(name, learning_rate, momentum)
 
 
 def default_loss():

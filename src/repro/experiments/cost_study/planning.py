@@ -1,0 +1,82 @@
+"""What the sweep will run, decided before any run directory exists: core counts, GPUs, Docker, the plan."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from repro.core.params import ParameterError
+from repro.experiments.cost_study import sweep
+from repro.experiments.cost_study.child import COUNT_GPUS_ENTRY
+
+DOCKER_ENV = "REPRO_IN_DOCKER"
+
+
+def core_counts(requested: list[int], available: int) -> list[int]:
+    """The core counts to sweep: ``[0]`` means 1..all; anything beyond the machine is an error."""
+    if requested == [0]:
+        return list(range(1, available + 1))
+    if 0 in requested:
+        raise ParameterError("parameter 'cores': 0 (meaning 1..all cores) must be given alone, as [0]")
+    too_many = [k for k in requested if k > available]
+    if too_many:
+        raise ParameterError(
+            f"parameter 'cores': {max(too_many)} cores requested but this machine lets us use {available}"
+        )
+    return sorted(set(requested))
+
+
+def gpu_status(timeout: float = 300.0) -> dict:
+    """GPUs visible here, without starting TensorFlow in this process."""
+    devices = [d for d in ("/dev/nvidia0", "/dev/dxg", "/dev/kfd") if os.path.exists(d)]
+    if not devices and not shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES") is None:
+        return {"gpus": 0, "reason": "no GPU: no NVIDIA/ROCm device node and no nvidia-smi"}
+    try:
+        res = sweep.run_child({"kind": "call", "entry": COUNT_GPUS_ENTRY, "label": "gpu-probe"},
+                              sweep.available_cores(), timeout=timeout, sample_interval=None)
+    except sweep.ChildFailed as exc:
+        return {"gpus": 0, "reason": f"no usable GPU: the probe failed: {exc}"}
+    n = int(res["gpus"])
+    return {"gpus": n, "reason": f"{n} GPU(s) visible to TensorFlow" if n else "no GPU: TensorFlow sees none"}
+
+
+def docker_status() -> dict:
+    """Whether this run is inside a container, and whether a Docker engine can be reached."""
+    inside = os.environ.get(DOCKER_ENV) == "1" or os.path.exists("/.dockerenv")
+    client = shutil.which("docker")
+    engine = False
+    if client:
+        import subprocess
+
+        try:
+            engine = subprocess.run([client, "info"], capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            engine = False
+    reason = ("docker engine reachable" if engine else
+              "docker client installed but no engine running" if client else "no docker client")
+    return {"inside_docker": inside, "docker_client": bool(client), "docker_engine": engine, "reason": reason}
+
+
+def plan(p: dict, cores: list[int], n_gpus: int) -> list[dict]:
+    """Every child to run, repetition-major (rep 1 of everything, then rep 2, ...) to spread drift."""
+    all_cores = sweep.available_cores()
+    configs = []
+    for net in p["networks"]:
+        for k in cores:
+            configs.append({"network": net, "cores": k, "gpus": 0, "device": "cpu"})
+        if p["gpu_sweep"] and n_gpus:
+            for g in range(1, n_gpus + 1):  # 0 GPUs = the core sweep's all-core run
+                configs.append({"network": net, "cores": len(all_cores), "gpus": g, "device": "gpu"})
+    out = []
+    for rep in range(1, p["repetitions"] + 1):
+        for c in configs:
+            out.append({**c, "rep": rep, "label": f"{c['network']}-{c['device']}-k{c['cores']}-g{c['gpus']}-r{rep}"})
+    return out
+
+
+def net_params(p: dict, net: str) -> dict:
+    """The parameters of one network (``mnist_*`` or ``cifar_*``) under neutral names."""
+    pre = "mnist" if net == "mnist_cnn" else "cifar"
+    return {"dataset": p[f"{pre}_dataset"], "n_train": p[f"{pre}_train_samples"], "n_test": p[f"{pre}_test_samples"],
+            "epochs": p[f"{pre}_epochs"], "batch_size": p[f"{pre}_batch_size"],
+            "target_accuracy": p[f"{pre}_target_accuracy"]}

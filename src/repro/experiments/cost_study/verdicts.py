@@ -1,0 +1,167 @@
+"""What the sweep measured for each claim of ``claims.yaml`` (one :class:`~repro.core.claims.Measured` each).
+
+Everything here reads only the run's tables (``runs``, ``timing``, ``optimal``, ``costs``,
+``memory``), its parameters and its summary (``gpu``, ``docker``), so the ledger of a stored run
+can be re-derived from its files (:func:`repro.core.harness.rejudge`). The paper-vs-ours table is
+the ledger itself, renamed, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.core import claims, paper
+from repro.core.claims import Measured
+
+NAME = "cost_study"
+PAPER = "cloudcost2017"
+PAPER_CPU_CORES = 12  # finding 2 compares one GPU with 12 CPU cores (digest §3)
+
+
+def _rv(ident: str) -> float:
+    return paper.value(PAPER, ident)
+
+
+def _no_gpu(summary: dict) -> str:
+    return f"not testable here ({summary['gpu']['reason']})"
+
+
+def gpu_vs_cpu(tables: dict, net: str, ref: str):
+    """``(speed-up, (cost ratio, provider) or None, CPU cores)`` of one GPU against the CPU run with
+    the most cores, or ``None`` where either side is missing."""
+    timing, costs = tables["timing"], tables["costs"]
+    cpu_t = timing[(timing["network"] == net) & (timing["device"] == "cpu")]
+    gpu_t = timing[(timing["network"] == net) & (timing["device"] == "gpu") & (timing["gpus"] == 1)]
+    if cpu_t.empty or gpu_t.empty:
+        return None
+    cpu_best = cpu_t.sort_values("cores").iloc[-1]
+    speed = float(cpu_best["t_measured_mean_s"] / gpu_t["t_measured_mean_s"].iloc[0])
+    c = costs[(costs["network"] == net) & (costs["kind"] == "measured")]
+    cpu_c = c[(c["device"] == "cpu") & (c["cores"] == cpu_best["cores"])]
+    gpu_c = c[(c["device"] == "gpu") & (c["gpus"] == 1)]
+    both = sorted(set(cpu_c["provider"]) & set(gpu_c["provider"]))
+    ratio = None
+    if both:
+        prov = ref if ref in both else both[0]
+        ratio = (float(gpu_c[gpu_c["provider"] == prov]["cost_mean"].iloc[0] /
+                       cpu_c[cpu_c["provider"] == prov]["cost_mean"].iloc[0]), prov)
+    return speed, ratio, int(cpu_best["cores"])
+
+
+def _has_gpu_runs(tables: dict) -> bool:
+    return bool((tables["runs"]["device"] == "gpu").any())
+
+
+def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
+    """The cheapest measured core count for MNIST with the reference provider's prices."""
+    lo, hi = (int(b) for b in claims.load(NAME)["optimal_cores_mnist"].band)
+    runs, optimal, ref = tables["runs"], tables["optimal"], p["reference_provider"]
+    cpu = runs["device"] == "cpu"
+    max_k = int(runs.loc[cpu, "cores"].max()) if cpu.any() else 0
+    opt = optimal[(optimal["network"] == "mnist_cnn") & (optimal["provider"] == ref)]
+    meas, extr = opt[opt["among"] == "measured"], opt[opt["among"] == "measured + extrapolated"]
+    ours = f"cheapest measured: {int(meas['cores'].iloc[0])} core(s)" if len(meas) else "MNIST not run"
+    if len(extr):
+        ext_k = sorted(set(p["extrapolate_cores"]))
+        ours += (f"; cheapest including Amdahl extrapolations to {', '.join(map(str, ext_k))} cores: "
+                 f"{int(extr['cores'].iloc[0])} core(s)"
+                 + (" (a measured configuration)" if extr["kind"].iloc[0] == "measured" else " (an extrapolation)"))
+    ours += f" [{ref} prices]"
+    if not len(meas):
+        return Measured(ours, gate="not testable here (the MNIST network was not in this run)", basis="none")
+    if max_k < hi:
+        return Measured(ours, runs=p["repetitions"], gate=f"not testable here (only 1..{max_k} cores on this "
+                                                           f"machine; {lo}-{hi} is beyond what we can measure)")
+    return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices")
+
+
+def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
+    """Speed-up and cost ratio of one GPU over the CPU run with the most cores (MNIST)."""
+    res = gpu_vs_cpu(tables, "mnist_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
+    if res is None:
+        return Measured("-", gate=_no_gpu(summary), basis="none")
+    speed, ratio, kc = res
+    ours = f"{speed:.2f}x faster than {kc} cores" + (f"; cost ratio {ratio[0]:.2f} ({ratio[1]})" if ratio else "")
+    if kc != PAPER_CPU_CORES:
+        return Measured(ours, runs=p["repetitions"],
+                        gate=f"not comparable (reference is {kc} cores, not {PAPER_CPU_CORES})")
+    s_lo, s_hi = _rv("gpu_speedup_mnist_min"), _rv("gpu_speedup_mnist_max")
+    r_lo, r_hi = _rv("gpu_cost_ratio_mnist_min"), _rv("gpu_cost_ratio_mnist_max")
+    ok = s_lo <= speed <= s_hi and (ratio is None or r_lo <= ratio[0] <= r_hi)
+    return Measured(ours, holds=ok, runs=p["repetitions"])
+
+
+def gpu_cifar_cost_saving(tables: dict, p: dict, summary: dict) -> Measured:
+    """GPU cost over the cost of the CPU run with the most cores (CIFAR-10)."""
+    res = gpu_vs_cpu(tables, "cifar10_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
+    if res is None:
+        return Measured("-", gate=_no_gpu(summary), basis="none")
+    speed, ratio, kc = res
+    if ratio is None:
+        return Measured("-", gate="not testable here (no priced GPU instance)", basis="none")
+    return Measured(f"GPU costs {ratio[0]:.2f}x the {kc}-core CPU run ({ratio[1]})", value=ratio[0],
+                    runs=p["repetitions"])
+
+
+def vendor_gpu_speedup_overstated(tables: dict, p: dict, summary: dict) -> Measured:
+    """Our GPU speed-ups, below the vendors' lowest claim or not."""
+    res = [gpu_vs_cpu(tables, n, p["reference_provider"]) for n in ("mnist_cnn", "cifar10_cnn")] \
+        if _has_gpu_runs(tables) else []
+    speeds = [r[0] for r in res if r]
+    if not speeds:
+        return Measured("-", gate=_no_gpu(summary), basis="none")
+    ok = max(speeds) < _rv("vendor_gpu_speedup_claim_min")
+    return Measured(", ".join(f"{s:.2f}x" for s in speeds), holds=ok, runs=p["repetitions"],
+                    note="" if ok else f"measured up to {max(speeds):.1f}x")
+
+
+def docker_no_worse(summary: dict) -> Measured:
+    """Nothing of ours: no bare-metal run and a Docker run of the same profile to compare."""
+    docker = summary["docker"]
+    if docker["inside_docker"] and not docker["docker_engine"]:
+        gate = (f"not testable here (this run is itself inside a container, with no bare-metal run to compare with, "
+                f"and {docker['reason']})")
+    elif docker["inside_docker"]:
+        gate = "not testable here (this run is inside a container; compare it with a bare-metal run of the same profile)"
+    else:
+        gate = f"not testable here ({docker['reason']}; the Dockerfile runs the same sweep where an engine exists)"
+    return Measured("inside a container" if docker["inside_docker"] else "bare metal only", gate=gate, basis="none")
+
+
+def memory_over_weights(tables: dict, p: dict) -> Measured:
+    """Peak RSS of CPU training over the size of the weights, per network."""
+    memory = tables["memory"]
+    gate = "not comparable (other networks; process RSS includes TensorFlow itself)"
+    cpu_mem = memory[memory["device"] == "cpu"] if len(memory) else memory
+    if not len(cpu_mem):
+        return Measured("-", gate=gate, basis="none")
+    first = cpu_mem.groupby("network").head(1)
+    ours = "; ".join(f"{r.network} {r.peak_rss_mb_mean:.0f} MB peak RSS = {r.rss_over_weights:.0f}x its weights"
+                     for r in first.itertuples())
+    return Measured(ours, holds=bool((first["rss_over_weights"] > 1).all()), gate=gate, runs=p["repetitions"])
+
+
+def cpu_vs_gpu_ram(tables: dict, p: dict, summary: dict) -> Measured:
+    """CPU against GPU memory: only with GPU runs; without them the CPU side alone says nothing."""
+    if not _has_gpu_runs(tables):
+        return Measured("CPU peak RSS only", gate=_no_gpu(summary), basis="none")
+    return Measured("see the memory table", gate="not comparable (no number in the paper)", runs=p["repetitions"])
+
+
+def measure_claims(tables: dict[str, pd.DataFrame], p: dict, summary: dict) -> dict[str, Measured]:
+    """One measurement per claim id of ``claims.yaml``."""
+    return {
+        "optimal_cores_mnist": optimal_cores_mnist(tables, p),
+        "gpu_mnist_faster_dearer": gpu_mnist_faster_dearer(tables, p, summary),
+        "gpu_cifar_cost_saving": gpu_cifar_cost_saving(tables, p, summary),
+        "vendor_gpu_speedup_overstated": vendor_gpu_speedup_overstated(tables, p, summary),
+        "docker_no_worse": docker_no_worse(summary),
+        "memory_over_weights": memory_over_weights(tables, p),
+        "cpu_vs_gpu_ram": cpu_vs_gpu_ram(tables, p, summary),
+    }
+
+
+def paper_vs_ours(measured: dict[str, Measured]) -> pd.DataFrame:
+    """The paper's findings next to ours: the ledger's rows (same verdicts) under the chapter's headers."""
+    led = claims.ledger(NAME, measured)
+    return led.rename(columns={"claim": "finding", "paper_value": "paper"})[["finding", "paper", "ours", "verdict"]]

@@ -1,0 +1,96 @@
+"""The chapter's tables, figures and glued numbers for a distributed run (notebook 06)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.book import report
+from repro.book.plots import style
+from repro.core import paper
+from repro.core.harness import Result
+from repro.experiments.distributed.common import LABELS, METHODS, PAPER
+
+
+def throughput_table(result: Result) -> pd.DataFrame:
+    df = result["throughput"]
+    cols = ["method", "workers", "model", "image_size", "steps_total", "images_per_sec_mean", "images_per_sec_stderr",
+            "total_images_per_sec", "updates", "all_updates", "optimizer_iterations", "replicas_identical"]
+    return df[[c for c in cols if c in df]]
+
+
+def plot_throughput(result: Result):
+    """The paper's Figures 9-11 for our runs: total images/sec vs processes, one panel per model."""
+    import seaborn as sns
+
+    style()
+    df = result["throughput"].assign(method=lambda d: d["method"].map(LABELS))
+    grid = sns.relplot(data=df, x="workers", y="total_images_per_sec", hue="method", col="model", kind="line",
+                       marker="o", height=3.2, aspect=1.1, facet_kws={"sharey": False})
+    grid.set_axis_labels("worker processes", "images/sec (total)")
+    return grid
+
+
+def plot_efficiency(result: Result):
+    """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling)."""
+    import seaborn as sns
+
+    style()
+    df = result["scaling"].assign(method=lambda d: d["method"].map(LABELS))
+    grid = sns.relplot(data=df, x="workers", y="efficiency", hue="method", col="model", kind="line", marker="o",
+                       height=3.2, aspect=1.1)
+    for ax in grid.axes.flat:
+        ax.axhline(1.0, color="grey", lw=1, ls="--")
+    grid.set_axis_labels("worker processes", "efficiency vs linear")
+    return grid
+
+
+def plot_bandwidth(result: Result):
+    """Bandwidth sweep: measured images/sec (points) and min(loopback, link bound) (lines) vs link rate."""
+    import seaborn as sns
+
+    style()
+    df = result["bandwidth"].assign(method=lambda d: d["method"].map(LABELS))
+    grid = sns.relplot(data=df, x="bandwidth_mbps", y="total_images_per_sec", hue="method", col="model",
+                       kind="scatter", s=60, height=3.2, aspect=1.1, facet_kws={"sharey": False})
+    for (model, ax) in grid.axes_dict.items():
+        sub = df[df["model"] == model]
+        for i, (method, g) in enumerate(sub.groupby("method", sort=False)):
+            g = g.sort_values("bandwidth_mbps")
+            ax.plot(g["bandwidth_mbps"], g["predicted_images_per_sec"], ls="--", lw=1, color=f"C{i}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    grid.set_axis_labels("emulated link (Mb/s)", "total images/sec")
+    return grid
+
+
+def glue_numbers(result: Result) -> None:
+    """Headline numbers for the chapter's prose."""
+    glue = report.glue
+    p = result.params
+    t = result["throughput"]
+    glue("dist_models", ", ".join(p["models"]))
+    glue("dist_workers", ", ".join(map(str, p["workers"])))
+    glue("dist_batch", p["batch_size"])
+    glue("dist_steps", p["steps"])
+    glue("dist_warmup", p["warmup_steps"])
+    glue("dist_cores", result.summary["cores"])
+    glue("dist_share", "share them with each other and with the PS/chief processes (no spare core per added worker)"
+         if result.summary["workers_share_cores"] else "each have cores of their own")
+    glue("dist_paper_batch", int(paper.value(PAPER, "bench_batch_size")))
+    glue("dist_paper_steps", int(paper.value(PAPER, "bench_iterations")))
+    nmax = max(p["workers"])
+    glue("dist_nmin", min(p["workers"]))
+    glue("dist_nmax", nmax)
+    model0 = p["models"][0]
+    for method in METHODS:
+        for label, n in (("min", min(p["workers"])), ("max", nmax)):
+            sel = t[(t["method"] == method) & (t["workers"] == n) & (t["model"] == model0)]
+            glue(f"dist_{method}_{label}", float(sel["total_images_per_sec"].iloc[0]) if len(sel) else float("nan"))
+    glue("dist_model0", p["models"][0])
+    glue("dist_sweep_workers", p["sweep_workers"])
+    f = result["findings"]
+    fault = f[f["finding"] == "fault_tolerance"]
+    glue("dist_fault_summary", f"Measured: {fault['ours'].iloc[0]} (verdict: {fault['verdict'].iloc[0]})."
+         if len(fault) and fault["ours"].iloc[0] != "–" else "Not run in this profile.")
+    glue("dist_n_findings", len(f))
+    glue("dist_n_reproduced", int(f["verdict"].str.startswith("reproduced").sum()))

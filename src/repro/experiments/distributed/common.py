@@ -1,0 +1,22 @@
+"""Names shared by the modules of the distributed experiment (no imports of its own modules)."""
+
+from __future__ import annotations
+
+NAME = "distributed"
+PAPER = "polishchuk2019"
+METHODS = ("ring", "ps_async", "ps_sync", "horovod")
+ALLREDUCE = ("ring", "horovod")  # every worker runs the program; no PS, no chief
+LABELS = {"ring": "ring all-reduce (MWMS)", "ps_async": "PS asynchronous", "ps_sync": "PS synchronous",
+          "horovod": "Horovod"}
+_PROGRAMS = "repro.experiments.distributed.programs"
+PROGRAMS = {"ring": f"{_PROGRAMS}:ring", "ps_async": f"{_PROGRAMS}:parameter_server",
+            "ps_sync": f"{_PROGRAMS}:parameter_server", "horovod": f"{_PROGRAMS}:horovod",
+            "ps_fault": f"{_PROGRAMS}:ps_fault"}
+HOROVOD_NOT_INSTALLED = "Horovod not installed: tools/install_horovod.sh"
+# Table 1 of the paper: our model -> the paper's row id (InceptionV3 is the declared stand-in for Inception4)
+TABLE1 = {"vgg16": "vgg16", "vgg19": "vgg19", "resnet50": "resnet50", "inception_v3": "inception4"}
+# the findings of digest §2 (claim ids of claims.yaml, in the findings table's order)
+FINDINGS = ("async_vs_sync", "ring_vs_ps", "horovod", "ring_scaling", "vgg_worst", "ps_efficiency",
+            "fault_tolerance")
+FAULT_COLUMNS = ["method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
+                 "error", "seconds", "orphans"]

@@ -1,0 +1,114 @@
+"""Training: the model, the validation split, the learning-rate search, every (variant, optimizer, seed) run,
+and the per-optimizer summary table."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from repro.ml import data as _data
+from repro.ml import models, optim, training
+
+
+def build_model(p: dict, input_shape, num_classes: int, optimizer: str, learning_rate: float, seed: int):
+    import keras
+
+    keras.utils.set_random_seed(seed)  # the same initial weights for every optimizer at a given seed
+    model = models.polishchuk_cnn(input_shape, num_classes, p["filters"], p["dense_units"], p["dropout"])
+    return optim.compile_classifier(model, optimizer, learning_rate, p["momentum"])
+
+
+def checkpoint_root(run_dir: Path, p: dict) -> Path:
+    """Where this parameter set's per-epoch checkpoints live (shared by reruns of the same parameters)."""
+    key = {k: v for k, v in p.items() if k != "resume"}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(run_dir).parent / ".checkpoints" / digest
+
+
+def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dataset:
+    """Carve a validation set out of the training set; it takes the place of the test set."""
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(ds.y_train))
+    n_val = max(1, int(round(fraction * len(idx))))
+    val, train = idx[:n_val], idx[n_val:]
+    info = {**ds.info, "n_train": int(len(train)), "n_test": int(len(val)), "split": f"validation ({fraction:.0%} of train)"}
+    return _data.Dataset(ds.x_train[train], ds.y_train[train], ds.x_train[val], ds.y_train[val], info)
+
+
+def _train(p, ds, optimizer, lr, seed, epochs, ckpt: Path, label: str) -> pd.DataFrame:
+    model = build_model(p, ds.input_shape, ds.num_classes, optimizer, lr, seed)
+    return training.fit(model, ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
+                        checkpoint_dir=ckpt, log_prefix=f"[{label}] ")
+
+
+def tune(p: dict, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
+    """Learning-rate search per optimizer on the validation split; one row per (optimizer, lr)."""
+    val_ds = validation_split(ds, p["validation_fraction"], p["seeds"][0])
+    rows = []
+    for opt in p["optimizers"]:
+        for lr in p["lr_grid"]:
+            hist = _train(p, val_ds, opt, lr, p["seeds"][0], p["tune_epochs"],
+                          ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}")
+            last = hist.iloc[-1]
+            rows.append({"optimizer": opt, "learning_rate": lr, "val_accuracy": float(last["test_accuracy"]),
+                         "val_loss": float(last["test_loss"]), "train_accuracy": float(last["accuracy"])})
+    table = pd.DataFrame(rows)
+    best = table.fillna({"val_accuracy": -1}).groupby("optimizer")["val_accuracy"].transform("max")
+    table["best"] = table["val_accuracy"] == best
+    # ties: the smallest learning rate wins, so "best" marks exactly one row per optimizer
+    table.loc[table["best"] & table.duplicated(["optimizer", "best"]), "best"] = False
+    return table
+
+
+def train_all(p: dict, ds: _data.Dataset, plan: list[tuple[str, dict]], ckpt_root: Path) -> pd.DataFrame:
+    """Every (variant, seed, optimizer) of ``plan`` ([(variant, {optimizer: learning rate})]): the history."""
+    frames = []
+    done: dict[tuple, pd.DataFrame] = {}
+    for variant, lrs in plan:
+        for seed in p["seeds"]:
+            for opt in p["optimizers"]:
+                key = (opt, lrs[opt], seed)
+                if key not in done:  # a tuned lr equal to the shared one is the same (deterministic) run
+                    done[key] = _train(p, ds, opt, lrs[opt], seed, p["epochs"],
+                                       ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}")
+                frames.append(done[key].assign(variant=variant, optimizer=opt, seed=seed, learning_rate=lrs[opt]))
+    history = pd.concat(frames, ignore_index=True)
+    return history[["variant", "optimizer", "seed", "learning_rate", *training.HISTORY_COLUMNS]]
+
+
+def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
+    """Per variant and optimizer: final/best test accuracy (mean, sd over seeds), epochs to 95 % of best,
+    wall time in total and to reach ``target_accuracy``."""
+
+    def per_seed(g: pd.DataFrame) -> pd.Series:
+        g = g.sort_values("epoch")
+        acc = g["test_accuracy"].to_numpy()
+        best = np.nanmax(acc)
+        reach95 = g["epoch"].to_numpy()[np.argmax(acc >= 0.95 * best)]
+        hit = np.flatnonzero(acc >= target_accuracy)
+        return pd.Series({
+            "final_accuracy": acc[-1], "best_accuracy": best, "epochs_to_95pct_best": reach95,
+            "train_time_s": g["train_time_s"].iloc[-1],
+            "time_to_target_s": g["train_time_s"].to_numpy()[hit[0]] if len(hit) else np.nan,
+            "learning_rate": g["learning_rate"].iloc[0],
+        })
+
+    seeds = history.groupby(["variant", "optimizer", "seed"]).apply(per_seed, include_groups=False).reset_index()
+    agg = seeds.groupby(["variant", "optimizer"]).agg(
+        learning_rate=("learning_rate", "first"),
+        seeds=("seed", "count"),
+        final_accuracy=("final_accuracy", "mean"),
+        final_accuracy_sd=("final_accuracy", "std"),
+        best_accuracy=("best_accuracy", "mean"),
+        best_accuracy_sd=("best_accuracy", "std"),
+        epochs_to_95pct_best=("epochs_to_95pct_best", "mean"),
+        train_time_s=("train_time_s", "mean"),
+        time_to_target_s=("time_to_target_s", "mean"),
+        reached_target=("time_to_target_s", lambda s: int(s.notna().sum())),
+    ).reset_index()
+    agg["rank"] = agg.groupby("variant")["final_accuracy"].rank(ascending=False, method="min").astype(int)
+    return agg.sort_values(["variant", "rank"]).reset_index(drop=True)

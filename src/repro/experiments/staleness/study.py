@@ -1,0 +1,202 @@
+"""The study's training runs (`savchenko2019`, digest §5), each part returning tidy tables.
+
+1. :func:`equivalence_check`: k = 1 averaging with plain SGD equals single-machine SGD on the
+   global batch (a numerical check);
+2. :func:`averaging_runs`: the N x k grid, and weights-only vs weights+state averaging;
+3. :func:`async_runs`: the asynchronous-SGD emulation, a tau sweep and the mitigations;
+4. :func:`thread_runs`: real asynchronous runs with Python threads (staleness distributions).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.core.params import ParameterError
+from repro.experiments.staleness import averaging as av
+from repro.experiments.staleness.async_sgd import mitigation_options, train_async
+from repro.experiments.staleness.averaging import Trainer
+from repro.experiments.staleness.logs import (
+    LOG_COLUMNS,
+    staleness_distribution,
+    staleness_summary,
+)
+from repro.experiments.staleness.threads import threaded_async_run
+from repro.ml import models
+
+EQUIVALENCE_TOLERANCE = 1e-5  # max |w_avg - w_single| for "k = 1 equals single-machine SGD" (float32 rounding)
+EQUIVALENCE_STEPS = 10  # averaging rounds of the in-run equivalence check
+MODEL_BUILDERS = {"small_cnn": models.small_cnn, "mnist_cnn": models.mnist_cnn, "cifar10_cnn": models.cifar10_cnn,
+                  "polishchuk_cnn": models.polishchuk_cnn}  # the last with its documented defaults (32-64-64, Dense 64, dropout 0.5)
+
+
+def log(msg: str) -> None:
+    print(f"[staleness] {msg}", flush=True)
+
+
+def check_params(p: dict, n_train: int) -> None:
+    """Cross-parameter checks the schema cannot express (one-line :class:`ParameterError`)."""
+    for key in ("workers", "state_workers"):
+        n_max = max(p[key]) if isinstance(p[key], list) else p[key]
+        if n_train // n_max < p["batch_size"]:
+            raise ParameterError(
+                f"parameter '{key}': {n_train} training examples give each of {n_max} workers fewer than one "
+                f"minibatch of {p['batch_size']}; lower it or raise train_samples")
+    if n_train < p["batch_size"]:
+        raise ParameterError(f"parameter 'batch_size': larger than the {n_train} training examples")
+
+
+class Models:
+    """Trainers (one per model, optimizer, learning rate and tag) and initial weights (one per seed and
+    model), built once: a trainer's steps are traced once however many configurations it trains."""
+
+    def __init__(self, p: dict, ds):
+        self.p, self.ds = p, ds
+        self._trainers: dict = {}
+        self._inits: dict = {}
+
+    def build(self, model: str | None = None):
+        return MODEL_BUILDERS[model or self.p["model"]](self.ds.input_shape, self.ds.num_classes)
+
+    def trainer(self, opt: str | None, lr: float = 0.0, model: str | None = None, tag: str = "") -> Trainer:
+        key = (model or self.p["model"], opt, lr, tag)
+        if key not in self._trainers:
+            optimizer = av.make_optimizer(opt, lr, self.p["momentum"]) if opt else None
+            self._trainers[key] = Trainer(self.build(model), optimizer)
+        return self._trainers[key]
+
+    def init(self, seed: int, model: str | None = None):
+        key = (seed, model or self.p["model"])
+        if key not in self._inits:
+            import keras
+
+            keras.utils.set_random_seed(seed)
+            self._inits[key] = self.build(key[1]).get_weights()
+        return self._inits[key]
+
+    def sizes(self) -> dict:
+        p = self.p
+        return {"weight_bytes": self.trainer(p["avg_optimizer"], p["avg_learning_rate"]).weight_bytes(),
+                "state_optimizer_state_bytes": self.trainer(p["state_optimizer"], p["state_learning_rate"]).state_bytes()}
+
+
+def equivalence_check(m: Models) -> dict:
+    """k = 1 averaging (plain SGD, N = max(2, max workers)) vs single-machine SGD on the global batch."""
+    p, ds = m.p, m.ds
+    n_eq = max(2, max(p["workers"]))
+    m_eq = n_eq * p["batch_size"] * EQUIVALENCE_STEPS
+    xe, ye = ds.x_train[:m_eq], ds.y_train[:m_eq]
+    tr = m.trainer("sgd", p["avg_learning_rate"], "small_cnn")
+    seed0 = p["seeds"][0]
+    res = av.train_averaging(tr, xe, ye, workers=n_eq, period=1, epochs=1, batch_size=p["batch_size"],
+                             init_weights=m.init(seed0, "small_cnn"), seed=seed0)
+    ref = av.single_machine_reference(tr, xe, ye, workers=n_eq, epochs=1, batch_size=p["batch_size"],
+                                      init_weights=m.init(seed0, "small_cnn"), seed=seed0)
+    out = {"workers": n_eq, "rounds": res.rounds, "global_batch": n_eq * p["batch_size"],
+           "model": "small_cnn", "optimizer": "sgd", "learning_rate": p["avg_learning_rate"],
+           "max_abs_weight_difference": av.max_abs_difference(res.weights, ref),
+           "max_abs_weight": float(max(np.abs(w).max() for w in ref)), "tolerance": EQUIVALENCE_TOLERANCE}
+    log(f"k=1 vs single machine (N={n_eq}, {res.rounds} rounds): max |dw| = {out['max_abs_weight_difference']:.2e}")
+    return out
+
+
+def _averaging_rows(m: Models, part: str, opt: str, lr: float, workers: int, period: int, seed: int,
+                    average_state: bool) -> list[dict]:
+    p, ds = m.p, m.ds
+    tr = m.trainer(opt, lr)
+    res = av.train_averaging(tr, ds.x_train, ds.y_train, workers=workers, period=period, epochs=p["epochs"],
+                             batch_size=p["batch_size"], init_weights=m.init(seed), average_state=average_state,
+                             seed=seed, x_test=ds.x_test, y_test=ds.y_test)
+    state_avg = average_state and opt != "sgd"
+    per_round = tr.weight_bytes() + (tr.state_bytes() if state_avg else 0)
+    mode = "weights+state" if state_avg else "weights"
+    log(f"{part}: {opt} N={workers} k={period} {mode} seed={seed}: test accuracy "
+        f"{res.history[-1]['test_accuracy']:.4f}, {res.rounds} rounds")
+    return [{"part": part, "optimizer": opt, "state_mode": mode, "workers": workers, "period": period, "seed": seed,
+             **h, "bytes_per_round": per_round, "comm_mb": h["rounds"] * per_round / 1e6, "wall_s": res.wall_s}
+            for h in res.history]
+
+
+def averaging_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The N x k grid and the weights-only vs weights+state comparison: (history, final epoch)."""
+    p = m.p
+    rows: list[dict] = []
+    for seed in p["seeds"]:
+        for n in p["workers"]:
+            for k in (p["periods"] if n > 1 else [1]):
+                rows += _averaging_rows(m, "grid", p["avg_optimizer"], p["avg_learning_rate"], n, k, seed, True)
+        for k in p["state_periods"]:
+            for mode in av.STATE_MODES:
+                rows += _averaging_rows(m, "state", p["state_optimizer"], p["state_learning_rate"],
+                                        p["state_workers"], k, seed, mode == "weights+state")
+    hist = pd.DataFrame(rows)
+    return hist, hist[hist["epoch"] == p["epochs"]].reset_index(drop=True)
+
+
+def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: int, seed: int):
+    """One emulated async run (cached by its engine options): history rows, final row, staleness rows."""
+    p, ds = m.p, m.ds
+    dist = "fixed" if tau == 0 else dist
+    opts = mitigation_options(variant, p["soft_sync"], p["staleness_bound"])
+    key = (seed, dist, tau, opts["scaling"], opts["soft_sync"], opts["bound"])
+    if key not in cache:
+        res = train_async(m.trainer("sgd", p["async_learning_rate"], tag="server"), m.trainer(None, tag="reader"),
+                          ds.x_train, ds.y_train, tau=tau, epochs=p["epochs"], batch_size=p["batch_size"],
+                          init_weights=m.init(seed), tau_dist=dist, seed=seed, x_test=ds.x_test, y_test=ds.y_test,
+                          **opts)
+        cache[key] = res
+        log(f"async {variant} tau={tau} ({dist}) seed={seed}: test accuracy "
+            f"{res.history[-1]['test_accuracy']:.4f}, {res.updates} updates")
+    res = cache[key]
+    counts = [r["staleness"] for r in res.log]
+    stale = staleness_summary(counts)
+    base = {"part": part, "variant": variant, "tau_dist": dist, "tau": tau, "seed": seed}
+    final = {**base, "test_accuracy": res.history[-1]["test_accuracy"], "test_loss": res.history[-1]["test_loss"],
+             "updates": res.updates, "mean_staleness": stale["mean"], "max_staleness": stale["max"],
+             "mean_scale": float(np.mean([r["scale"] for r in res.log])), "held_back": res.held_back,
+             "wall_s": res.wall_s}
+    dist_rows = [{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p["seeds"][0] else []
+    return [{**base, **h} for h in res.history], final, dist_rows
+
+
+def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The tau sweep and the mitigations: (history, final, staleness distribution of the first seed)."""
+    p = m.p
+    cache: dict = {}
+    hist, final, stale = [], [], []
+    configs = []
+    for seed in p["seeds"]:
+        for dist in p["tau_dists"]:
+            for tau in p["taus"]:
+                if tau == 0 and dist != p["tau_dists"][0]:
+                    continue  # tau = 0 is synchronous SGD whatever the distribution
+                configs.append(("tau_sweep", "none", dist, tau, seed))
+        for tau in p["mitigation_taus"]:
+            for variant in p["mitigations"]:
+                configs.append(("mitigation", variant, p["mitigation_tau_dist"], tau, seed))
+    for cfg in configs:
+        h, f, s = _emulate(m, cache, *cfg)
+        hist += h
+        final.append(f)
+        stale += s
+    return pd.DataFrame(hist), pd.DataFrame(final), pd.DataFrame(stale)
+
+
+def thread_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Real multi-threaded async runs, one per N: (log, staleness summary per N, distribution per N)."""
+    p, ds = m.p, m.ds
+    logs = []
+    if p["thread_updates"] > 0:
+        for n in p["thread_workers"]:
+            one = threaded_async_run(m.build, ds.x_train, ds.y_train, workers=n,
+                                     updates_per_worker=p["thread_updates"], batch_size=p["batch_size"],
+                                     learning_rate=p["async_learning_rate"], seed=p["seeds"][0])
+            one.insert(0, "workers", n)
+            logs.append(one)
+            log(f"threads N={n}: mean staleness {one['staleness'].mean():.2f} over {len(one)} updates")
+    thread_log = pd.DataFrame(logs and pd.concat(logs, ignore_index=True), columns=["workers", *LOG_COLUMNS])
+    summary = pd.DataFrame([{"workers": n, **staleness_summary(g)} for n, g in thread_log.groupby("workers")])
+    dist = (pd.concat([staleness_distribution(g).assign(workers=n) for n, g in thread_log.groupby("workers")],
+                      ignore_index=True) if len(thread_log)
+            else pd.DataFrame(columns=["staleness", "count", "fraction", "workers"]))
+    return thread_log, summary, dist

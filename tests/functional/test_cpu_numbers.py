@@ -1,0 +1,56 @@
+"""The `cpu` profile's numbers against ``published/cpu``: what a reader of the book sees is what the code gives.
+
+* Every published ledger is what this checkout's claims and verdict rules derive from the run's own
+  tables (``repro rejudge`` changes nothing): the book cannot show verdicts the code no longer gives.
+* The cheapest cpu run (mnist_cnn, ~1.5 min) is repeated and must land on the published numbers
+  within tolerances stated below.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from repro.book import build as book
+from repro.core import harness, params, results
+
+PUBLISHED = "cpu"
+# Same seed, data and code: only floating-point reduction order (oneDNN threads) differs between runs
+# on a CPU. One accuracy point is 10 of the subset's 1,000 test images.
+ACCURACY_TOLERANCE = 0.01
+TIME_RATIO_BAND = (0.33, 3.0)  # training time varies with the machine; only gross slow-downs are caught
+
+
+def _published(name: str) -> Path:
+    run = results.latest_run(name, PUBLISHED, book.published_root())
+    assert run is not None, f"no published {PUBLISHED} run of {name}"
+    return run
+
+
+@pytest.mark.parametrize("name", list(params.experiments()))
+def test_published_ledger_is_what_the_code_derives(name, tmp_path):
+    run = shutil.copytree(_published(name), tmp_path / "run")
+    stored = pd.read_csv(run / "ledger.csv", keep_default_na=False, dtype=str)
+    derived = harness.rejudge(run).astype(str)
+    pd.testing.assert_frame_equal(derived.reset_index(drop=True), stored.reset_index(drop=True))
+
+
+@pytest.mark.functional
+def test_mnist_cnn_cpu_run_matches_the_published_one(results_root):
+    from repro.experiments.mnist_cnn import experiment as mnist_cnn
+
+    published = _published("mnist_cnn")
+    want = json.loads((published / "summary.json").read_text())
+    got = mnist_cnn.run(PUBLISHED)
+    assert len(got["history"]) == 12
+    assert got.summary["parameters"] == want["parameters"]
+    assert got.summary["final_test_accuracy"] == pytest.approx(want["final_test_accuracy"], abs=ACCURACY_TOLERANCE)
+    lo, hi = TIME_RATIO_BAND
+    assert lo <= got.summary["total_train_time_s"] / want["total_train_time_s"] <= hi
+    stored = pd.read_csv(published / "ledger.csv", keep_default_na=False)
+    assert got["ledger"]["verdict"].str.split(" [(]").str[0].tolist() == \
+        stored["verdict"].str.split(" [(]").str[0].tolist()

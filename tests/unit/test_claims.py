@@ -1,0 +1,67 @@
+"""Claims as data and the one verdict function (repro.core.claims)."""
+
+import pytest
+
+from repro.core import claims, params
+from repro.core.claims import Claim, ClaimsError, Measured
+
+
+def _claim(**kw):
+    base = dict(id="c", paper="cloudcost2017", text="t", paper_value="1", source="s", evidence="e",
+                check="holds", stochastic=True)
+    return Claim(**{**base, **kw})
+
+
+def test_within_uses_the_reported_number_and_the_tolerance():
+    c = _claim(check="within", reported="mnist_cnn_test_accuracy_12ep", tolerance=0.005, tolerance_source="x")
+    assert c.reference() == pytest.approx(0.9925)
+    assert claims.verdict(c, Measured("99.1%", value=0.991)) == "reproduced"
+    assert claims.verdict(c, Measured("98%", value=0.98)) == "differs (-0.0125 vs paper, tolerance 0.005)"
+    inline = _claim(check="within", reference_value=2.0, tolerance=0.1, tolerance_source="x")
+    assert claims.verdict(inline, Measured("2.2", value=2.2)).startswith("differs (+0.2")
+
+
+def test_band_holds_gate_and_equations():
+    band = _claim(check="band", band=(0.8, 1.0), tolerance_source="x")
+    assert claims.verdict(band, Measured("0.9", value=0.9)) == "reproduced"
+    assert claims.verdict(band, Measured("0.5", value=0.5)) == "differs (0.5 outside [0.8, 1])"
+    holds = _claim()
+    assert claims.verdict(holds, Measured("yes", holds=True, basis="equations")) == "consistent"
+    assert claims.verdict(holds, Measured("no", holds=False)).startswith("differs")
+    assert claims.verdict(holds, Measured("x", gate="not comparable (stand-in)")) == "not comparable (stand-in)"
+    with pytest.raises(ClaimsError, match="gate starts with"):
+        claims.verdict(holds, Measured("x", gate="reproduced"))  # a gate cannot declare success
+    with pytest.raises(ClaimsError, match="needs holds"):
+        claims.verdict(holds, Measured("x"))
+
+
+def test_malformed_claims_fail_in_one_line():
+    with pytest.raises(ClaimsError, match="needs tolerance_source"):
+        claims._claim("x", dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e",
+                                check="band", band=[0, 1]))
+    with pytest.raises(ClaimsError, match="check must be one of"):
+        claims._claim("x", dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e", check="maybe"))
+    with pytest.raises(ClaimsError, match=r"missing \['evidence'"):
+        claims._claim("x", dict(id="a", paper="p", text="t", paper_value=1, source="s", check="holds"))
+
+
+def test_every_experiment_folder_has_valid_claims():
+    for name in params.experiments():
+        loaded = claims.load(name)
+        assert loaded, name
+        for c in loaded.values():
+            if c.check == "within":
+                assert c.reference() == c.reference()  # resolvable, not NaN
+
+
+def test_ledger_needs_one_measurement_per_claim_and_applies_the_run_rule():
+    with pytest.raises(ClaimsError, match="no measurement for claims"):
+        claims.ledger("mnist_cnn", {})
+    with pytest.raises(ClaimsError, match="unknown claims"):
+        claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("1", value=0.99), "extra": Measured("1")})
+    one = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("99.20%", value=0.992, runs=1)})
+    assert one.loc[0, "verdict"].startswith("not comparable (1 run of a stochastic quantity")
+    two = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("99.20%", value=0.992, runs=2)})
+    assert (two.loc[0, "verdict"], two.loc[0, "basis"], two.loc[0, "runs"]) == ("reproduced", "measured", 2)
+    none = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("–", gate="not measured (x)")})
+    assert (none.loc[0, "basis"], none.loc[0, "runs"]) == ("none", 0)
