@@ -14,12 +14,6 @@ from repro.core.params import ParameterError
 from repro.experiments.distributed import arithmetic, runs, verdicts
 from repro.experiments.distributed import experiment as distributed
 from repro.experiments.distributed.common import FAULT_COLUMNS, FINDINGS
-from repro.experiments.distributed.programs import horovod_available
-
-NETNS = cluster.netns_available()
-ISO = {"isolation": "auto", "allow_exposed": not NETNS}
-PROGRAMS = "repro.experiments.distributed.programs"
-
 
 # ------------------------------------------------------------------ arithmetic
 
@@ -249,45 +243,8 @@ def test_bad_input_is_a_one_line_error_before_any_run(overrides, message, result
 # ------------------------------------------------------------------ the methods on real clusters
 
 
-@pytest.mark.slow
-def test_sync_ps_applies_one_averaged_update_per_step(tmp_path):
-    """Two gradients summed on the PS, barrier, ONE update with their average (not two updates)."""
-    # linear model y = x.w, loss (x.w - y)^2, w0 = (1, 2), learning rate 0.1
-    # closure A: x=(1,0), y=0 -> prediction 1, gradient 2*1*(1,0) = (2, 0)
-    # closure B: x=(0,1), y=0 -> prediction 2, gradient 2*2*(0,1) = (0, 4)
-    # sync: w1 = w0 - 0.1 * mean = (1, 2) - 0.1 * (1, 2) = (0.9, 1.8)
-    # (two updates one after the other, or the sum, would give (0.8, 1.6))
-    res = cluster.run_cluster(f"{PROGRAMS}:sync_probe", workers=2, ps=1, timeout=120, ready_timeout=120,
-                              kwargs={"batches": [[[[1.0, 0.0]], [0.0]], [[[0.0, 1.0]], [0.0]]],
-                                      "initial_weights": [1.0, 2.0], "learning_rate": 0.1},
-                              run_dir=tmp_path / "run", **ISO)
-    out = res.results["chief:0"]
-    assert out["before"] == [1.0, 2.0]
-    assert out["after"] == pytest.approx([0.9, 1.8], abs=1e-6)
-    assert out["updates"] == 1 and out["scheduled"] == 2 and sum(out["counts"]) == 2
-    assert cluster.leftover_processes(res.run_dir) == []
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("program", ["ring", "horovod"])
-def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
-    """Two workers on different data (MWMS ring; Horovod over Gloo): identical start and identical end."""
-    if program == "horovod":
-        need("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
-    res = cluster.run_cluster(f"{PROGRAMS}:{program}", workers=2, ps=0, chief=False, program_roles=("worker",),
-                              kwargs={"models": [{"name": "tiny", "image_size": 16}], "batch_size": 4,
-                                      "warmup_steps": 1, "steps": 2, "learning_rate": 0.1, "num_classes": 4,
-                                      "seed": 0},
-                              env={"TF_NUM_INTRAOP_THREADS": "1"},
-                              timeout=120, ready_timeout=120, run_dir=tmp_path / "run", **ISO)
-    w0, w1 = (res.results[f"worker:{i}"]["models"][0] for i in range(2))
-    assert res.results["worker:0"]["workers"] == 2
-    assert w0["steps"] == w1["steps"] == 2 and w0["warmup_steps"] == 1
-    assert w0["last_loss"] != w1["last_loss"]  # each worker its own batch
-    assert w0["weights_sha256"] == w1["weights_sha256"]
-    assert w0["initial_weights_sha256"] == w1["initial_weights_sha256"] != w0["weights_sha256"]
-    assert res.isolation == ("netns" if NETNS else "none")
-    assert cluster.leftover_processes(res.run_dir) == []
 
 
 def test_horovod_missing_is_one_line_and_the_run_goes_on(monkeypatch, results_root, capsys):
@@ -311,62 +268,6 @@ def test_horovod_missing_is_one_line_and_the_run_goes_on(monkeypatch, results_ro
 # ------------------------------------------------------------------ the chapter's smoke run
 
 
-@pytest.mark.slow
-def test_smoke_notebook_results(smoke_runs):
-    run_dir = smoke_runs["distributed"]
-    t = pd.read_csv(run_dir / "throughput.csv")
-    methods = {"ring", "ps_async", "ps_sync"} | ({"horovod"} if horovod_available() else set())
-    assert set(t["method"]) == methods and set(t["workers"]) == {1, 2}
-    assert len(t) == 2 * len(methods) and (t["model"] == "tiny").all()
-    # exact step counts: every worker did `steps` timed steps (ring, sync PS: one per worker per step)
-    steps = 30
-    assert (t["steps_total"] == t["workers"] * steps).all()
-    sync = t[t["method"] == "ps_sync"]
-    assert (sync["updates"] == steps).all()  # one aggregated update per step
-    assert (t.loc[t["method"] == "ps_async", "updates"] == t.loc[t["method"] == "ps_async", "steps_total"]).all()
-    assert t.loc[t["method"].isin(["ring", "horovod"]), "replicas_identical"].astype(str).eq("True").all()
-    assert t["total_images_per_sec"].between(1, 1e6).all()
-    w = pd.read_csv(run_dir / "per_worker.csv")
-    assert len(w) == 3 * len(methods)  # (1 + 2) workers per method
-    led = pd.read_csv(run_dir / "ledger.csv")
-    # the tiny smoke model is not a paper model: every throughput finding is "not measured" on smoke
-    findings = led[~led["claim"].str.startswith("Table 1")].set_index("claim")
-    fault_claim = "async PS is more fault tolerant than all-reduce (a worker killed mid-run)"
-    assert len(findings) == 7
-    assert findings.drop(index=fault_claim)["verdict"].str.startswith("not measured").all()
-    # a worker killed mid-run: async PS finishes every scheduled step, ring all-reduce stops; no orphans.
-    # One kill per method is one trial: the ledger does not call it reproduced
-    assert findings.loc[fault_claim, "verdict"].startswith("not comparable (1 run of a stochastic quantity")
-    assert "sync PS (control): finished with the remaining worker" in findings.loc[fault_claim, "ours"]
-    faults = pd.read_csv(run_dir / "faults.csv").set_index("method")
-    assert faults.loc["ps_async", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_async", "completed"] == faults.loc["ps_async", "scheduled"] == 2 * steps
-    # the control: sync PS killed the same way also finishes, every step aggregated into one update
-    assert faults.loc["ps_sync", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_sync", "completed"] == faults.loc["ps_sync", "scheduled"] == 2 * steps
-    assert faults.loc["ps_sync", "updates"] == steps
-    assert faults.loc["ring", "outcome"] == "stopped with an error"
-    assert "worker:1 was killed by SIGKILL" in faults.loc["ring", "error"]
-    assert (faults["orphans"] == 0).all()
-    # Table 1 audit at the paper's input sizes: Keras parameter counts, FLOPs by layer arithmetic
-    t1 = pd.read_csv(run_dir / "table1.csv").set_index("model")
-    assert t1.loc["vgg16", "ours_params_m"] == pytest.approx(138.357544)
-    assert t1.loc["resnet50", "ours_params_m"] == pytest.approx(25.636712)
-    assert t1.loc["vgg16", "ours_gflops"] == pytest.approx(30.94, abs=0.01)  # 15.47 G multiply-accumulates
-    assert t1.loc["vgg16", "verdict"].startswith("reproduced") and t1.loc["vgg19", "verdict"].startswith("reproduced")
-    assert t1.loc["resnet50", "verdict"].startswith("differs (0.7716 outside [0.95, 1.05]) (ours/paper: parameters 1.025")
-    assert t1.loc["inception_v3", "verdict"].startswith("not comparable")
-    assert (run_dir / "scaling.csv").is_file() and (run_dir / "ratios.csv").is_file()
-    # bandwidth sweep on the emulated network: bytes per step measured on the links vs analytic
-    bw = pd.read_csv(run_dir / "bandwidth.csv")
-    assert sorted(zip(bw["method"], bw["bandwidth"])) == [("ps_sync", "100mbit"), ("ps_sync", "10mbit"),
-                                                          ("ring", "100mbit"), ("ring", "10mbit")]
-    assert bw["analytic_mb_per_step"].tolist() == pytest.approx(
-        [4 * 16618 / 1e6 * (1 if m == "ring" else 2) for m in bw["method"]])  # tiny: 16,618 parameters
-    # what the links carried is the analytic volume plus protocol overhead (gRPC, TCP/IP headers)
-    assert bw["measured_over_analytic"].between(1.0, 2.0).all()  # +-0.2 s sampling may add a warm-up step
-    slow = bw.set_index(["method", "bandwidth"])
-    assert (slow.loc[("ring", "10mbit"), "total_images_per_sec"] < slow.loc[("ring", "100mbit"), "total_images_per_sec"])
 
 
 def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
@@ -380,20 +281,3 @@ def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("repro: error: cannot read cluster file")
 
 
-@pytest.mark.slow
-def test_killed_worker_async_ps_finishes_and_ring_stops_without_orphans(tmp_path):
-    from repro.core import params
-
-    p = {**params.spec("distributed").resolve("smoke"), "steps": 10}
-    faults = runs.fault_runs(p, tmp_path).set_index("method")
-    assert faults.loc["ps_async", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_async", "completed"] == faults.loc["ps_async", "scheduled"] == 20 and faults.loc["ps_async", "lost"] == 0
-    assert faults.loc["ps_sync", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_sync", "completed"] == 20 and faults.loc["ps_sync", "updates"] == 10
-    assert faults.loc["ring", "outcome"] == "stopped with an error"
-    assert faults.loc["ring", "error"] == "worker:1 was killed by SIGKILL while running the program"
-    assert (faults["orphans"] == 0).all()
-    finding = verdicts.fault_tolerance(faults.reset_index())
-    claim = claims.load(distributed.NAME)["fault_tolerance"]
-    assert claims.verdict(claim, finding) == "reproduced"  # for one trial; the ledger's rule then asks for a second
-    assert "sync PS (control): finished with the remaining worker too" in finding.ours

@@ -1,10 +1,8 @@
 """`slampa2017` speedup equations: hand-computed values, the `repro estimate` CLI, claims logic,
 the thesis' networks, and the smoke notebook's results."""
 
-import json
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pandas as pd
 import pytest
@@ -479,76 +477,6 @@ def test_fully_convolutional_counts_do_not_depend_on_input_size():
 # --- the smoke notebook -------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_smoke_notebook_writes_results(smoke_runs):
-    run = smoke_runs["speedup"]
-    grid = pd.read_csv(run / "predictions.csv")
-    assert list(grid.columns) == ["network", "mode", "server", "workers", "t_train", "t_train_best", "t_train_worst",
-                                  "speedup", "speedup_best", "speedup_worst"]
-    assert len(grid) == 3 * 3 * 3 * 8 + 3 * 3 * 4
-    assert set(grid["server"]) == {"central", "distributed", "central+semaphore"}
-    assert (grid["speedup_worst"] <= grid["speedup"] + 1e-12).all() and (grid["speedup"] <= grid["speedup_best"] + 1e-12).all()
-    assert grid["speedup"].between(0.01, 8).all()  # never above N = 8
-    claims = pd.read_csv(run / "claims.csv", keep_default_na=False).set_index("id")
-    assert list(claims.columns) == ["network", "source", "kind", "statement", "ours", "holds", "verdict", "basis",
-                                    "note"]
-    assert claims.loc["squeezenet_split_central_best_4", "holds"] == "yes"
-    assert claims.loc["vgg16e_below_one", "verdict"].startswith("consistent")
-    # smoke measures SqueezeNet on loopback: statements about the thesis' GPU numbers are not comparable,
-    # the general ones are checked on our runs
-    assert claims.loc["squeezenet_best_measured", "verdict"].startswith("not comparable (the thesis' GPUs")
-    for cid in ("one_worker_distributed_measured", "distributed_never_worse_measured", "central_predictions_accurate",
-                "distributed_predictions_trend"):
-        assert claims.loc[cid, "basis"] == "measured" and claims.loc[cid, "holds"] in ("yes", "no"), cid
-    # each measured check follows from the run's own numbers (not "pass or fail, either is fine")
-    cmpd = pd.read_csv(run / "measured_vs_predicted.csv")
-    one = cmpd[(cmpd["workers"] == 1) & (cmpd["server"] == "distributed")]["speedup_measured"]
-    slightly = sm.SLIGHTLY_SLOWER_MIN <= one.min() and one.max() < 1
-    assert claims.loc["one_worker_distributed_measured", "holds"] == ("yes" if slightly else "no")
-    central = cmpd[cmpd["server"] == "central"]["error_thesis"].abs().mean() * 100
-    assert claims.loc["central_predictions_accurate", "holds"] == ("yes" if central <= sm.ACCURATE_MAPE else "no")
-    led = pd.read_csv(run / "ledger.csv", keep_default_na=False)
-    assert led["verdict"].tolist() == claims["verdict"].tolist()  # the claims table shows the ledger's verdicts
-    # the thesis' equations on its own Table 6.1 inputs: consistent at most, never reproduced
-    eq = led[led["basis"] == "equations"]
-    assert len(eq) >= 10 and not eq["verdict"].str.startswith("reproduced").any()
-    assert eq["verdict"].str.startswith(("consistent", "differs")).all()
-    assert not led.loc[led["basis"] == "measured", "verdict"].str.startswith("reproduced").any()  # one run each
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["claims_need_measurement"] == 0
-    m = summary["measured"]
-    assert m["configurations"] == 2 * (3 + 3) + 2 * 3  # N = 1, 2 x (central + semaphore, distributed) x 3 modes
-    assert m["picks_total"] == 3 and 0 <= m["picks_right_thesis"] <= 3
-    runs = pd.read_csv(run / "runs.csv")
-    # exact closure counts: sync-join ceil(D/N) x N, sync-split D x N, async D (D = 4)
-    want = {("sync-join", 1): 4, ("sync-join", 2): 4, ("sync-split", 1): 4, ("sync-split", 2): 8, ("async", 1): 4,
-            ("async", 2): 4}
-    for r in runs.itertuples():
-        assert r.closures == want[(r.mode, r.workers)], (r.mode, r.workers)
-    assert runs["assignment_matches"].all()  # variables sit on the PS task Algorithm 3.7 chose
-    dist2 = runs[(runs["server"] == "distributed") & (runs["workers"] == 2)]
-    assert (dist2["ps_tasks"] == 2).all() and all(min(map(int, s.split())) > 0 for s in dist2["shard_elements"])
-    probes = pd.read_csv(run / "probes.csv")
-    assert set(probes["quantity"]) == {"t_grad", "t_pull", "t_push", "t_latency"}
-    assert (probes["mean_s"] > 0).all() and (probes["repeats"] == 5).all()
-    assert sorted(probes.loc[probes["quantity"] == "t_grad", "batch"]) == [4.0, 8.0]  # B and B/2 for sync-split
-    cmp = pd.read_csv(run / "measured_vs_predicted.csv")
-    assert np.allclose(cmp["error_thesis"], cmp["thesis_s"] / cmp["measured_s"] - 1)
-    assert summary["best"]["SqueezeNet"]["speedup"] == pytest.approx(6.064 / 0.81575)
-    assert summary["squeezenet_split_central_best_workers"] == 4
-    reported = pd.read_csv(run / "reported_vs_predicted.csv")
-    assert reported["thesis_measured"].tolist() == [6.5, 3.9, 4.0, 2.1]
-    params = pd.read_csv(run / "parameters.csv").set_index("network")
-    assert params.loc["SqueezeNet", "ours_1000"] == 1_248_424 and (params["verdict"] == "reproduced").all()
-    assert params["implied_mbps"].between(500, 1000).all()  # 4-byte weights over the thesis' 1 Gb/s link
-    prov = json.loads((run / "provenance.json").read_text())
-    assert prov["status"] == "complete" and prov["profile"] == "smoke"
-    nb = nbformat.read(run / "notebook.ipynb", as_version=4)
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert any("image/png" in o.get("data", {}) for o in outputs)
-    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
-    assert 'id="speedup-claims"' in html and 'id="speedup-parameters"' in html
 
 
 def test_judge_re_derives_the_published_cpu_ledger():

@@ -1,0 +1,69 @@
+"""Pinned child processes, the resource sampler, reaping, and the smoke notebook's results.
+
+The child tests use the ``probe`` task (no TensorFlow), so each child costs well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from repro.core import ledger
+from repro.experiments.cost_study import sweep
+
+
+@pytest.mark.slow
+def test_smoke_notebook_results(smoke_runs):
+    run_dir = smoke_runs["cost_study"]
+    prov = json.loads((run_dir / "provenance.json").read_text())
+    assert prov["status"] == "complete" and prov["cores_swept"] == [1, 2]
+    assert {d["name"] for d in prov["datasets"]} == {"mnist_subset", "mnist_subset_rgb32"}
+    runs = pd.read_csv(run_dir / "runs.csv")
+    assert len(runs) == 4  # 2 networks x cores 1, 2 x 1 repetition
+    assert sorted(runs["cores"]) == [1, 1, 2, 2]
+    assert (runs["n_affinity_inside"] == runs["cores"]).all()
+    assert (runs["intra_op_threads"] == runs["cores"]).all()
+    for col in ("t_framework_s", "t_data_load_s", "t_learn_s", "t_verify_s", "t_save_data_s"):
+        assert (runs[col] > 0).all(), col
+    assert (runs["t_measured_s"] <= runs["wall_s"]).all()
+    assert runs["peak_rss_mb"].between(100, 16000).all()
+    assert runs["final_test_accuracy"].between(0, 1).all()
+    samples = sorted((run_dir / "samples").glob("*.csv"))
+    assert [p.stem for p in samples] == sorted(runs["label"])
+    for p in samples:
+        df = pd.read_csv(p)
+        assert list(df.columns) == sweep.SAMPLE_COLUMNS and len(df) >= 3
+    costs = pd.read_csv(run_dir / "costs.csv")
+    assert (costs["billed_mean_s"] >= costs["t_sum_mean_s"]).all()
+    assert ((costs["billed_mean_s"] / costs["billing_step_s"]).round(9) % 1 == 0).all()
+    assert (costs["billed_mean_s"] >= costs["minimum_s"]).all()
+    assert set(costs["kind"]) == {"measured", "extrapolation (Amdahl)"}
+    scaling = pd.read_csv(run_dir / "scaling.csv")
+    assert set(scaling.loc[scaling["kind"] != "measured", "cores"]) == {4, 8, 12, 16, 24}
+    optimal = pd.read_csv(run_dir / "optimal.csv")
+    providers = pd.read_csv(run_dir / "providers.csv")
+    assert len(optimal) == 2 * 2 * len(providers)  # networks x (measured, +extrapolated) x providers
+    pvo = pd.read_csv(run_dir / "paper_vs_ours.csv")
+    assert len(pvo) >= 6
+    f = pvo.set_index("finding")["verdict"]
+    gpu_findings = [k for k in f.index if "GPU" in k]
+    assert len(gpu_findings) == 4
+    if not prov["hardware"].get("gpus"):  # each GPU finding says why it cannot be tested, and nothing else is claimed
+        assert all(f[k].startswith("not testable here (no GPU") for k in gpu_findings), f[gpu_findings].tolist()
+    if (os.cpu_count() or 1) < 8:
+        assert f["8-12 CPU cores are cost-optimal for MNIST"].startswith(f"not testable here (only 1..{os.cpu_count()} cores")
+    assert f["training needs far more memory than the weights (source [11]: ResNet-50)"].startswith("not comparable")
+    led = pd.read_csv(run_dir / "ledger.csv")
+    assert list(led.columns) == ledger.COLUMNS and len(led) == len(pvo)
+    assert pvo["verdict"].str.contains("not testable here").sum() >= 4  # 2 cores, no GPU, no Docker engine
+    phases = pd.read_csv(run_dir / "phases.csv")
+    assert set(phases["kind"]) == {"measured here", "assumption"}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["children"] == 4 and summary["networks"]["mnist_cnn"]["affinity_matches"] is True
+    nb = (run_dir / "notebook.ipynb").read_text()
+    for table_id in ("cost-runs", "cost-timing", "cost-scaling", "cost-memory", "cost-phases", "cost-costs",
+                     "cost-optimal", "cost-accuracy", "cost-paper-vs-ours"):
+        assert f'id=\\"{table_id}\\"' in nb or f'id="{table_id}"' in nb, table_id
