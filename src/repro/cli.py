@@ -9,7 +9,8 @@ import sys
 
 from repro.book import build as book
 from repro.book.build import BookError
-from repro.core import harness, results, runner
+from repro.core import harness, provenance, results, runner
+from repro.core import ledger as _ledger
 from repro.core import params as _params
 from repro.core.runner import RunFailed
 from repro.ml import data
@@ -76,9 +77,10 @@ def _cmd_rejudge(args) -> int:
                  if (r := results.latest_run(n, args.published, book.published_root())) is not None]
     if not dirs:
         raise _params.ParameterError("rejudge: name run directories or --published PROFILE")
+    git = provenance.git_commit()  # before the first ledger is rewritten (published/ is tracked)
     for run_dir in dirs:
-        ledger = harness.rejudge(run_dir)
-        counts = ledger["verdict"].map(lambda v: v.split(" (")[0]).value_counts().to_dict()
+        ledger = harness.rejudge(run_dir, git)
+        counts = ledger["verdict"].map(_ledger.category).value_counts().to_dict()
         print(f"[repro] {results.relative_to_project(run_dir)}: {len(ledger)} claims {counts}")
     return 0
 

@@ -121,16 +121,17 @@ def load_result(run_dir: Path) -> Result:
     return Result(run_dir, record["parameters"], record, tables, summary)
 
 
-def rejudge(run_dir: Path) -> pd.DataFrame:
+def rejudge(run_dir: Path, git: dict | None = None) -> pd.DataFrame:
     """Re-derive a stored run's ``ledger.csv`` from its tables with this checkout's claims and rules.
 
-    Nothing is retrained; ``provenance.json`` records when and at which commit (``ledger_rejudged``)."""
+    Nothing is retrained; ``provenance.json`` records when and at which commit (``ledger_rejudged``;
+    ``git``: the checkout's state taken before a batch of rejudges began writing)."""
     result = load_result(run_dir)
     ledger = _claims.ledger(result.provenance["experiment"],
                             experiment(result.provenance["experiment"]).judge(result))
     results.atomic_write_csv(Path(run_dir) / "ledger.csv", ledger)
     record = dict(result.provenance, ledger_rejudged={
-        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **provenance.git_commit()})
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())})
     results.atomic_write_json(Path(run_dir) / "provenance.json", record)
     return ledger
 
