@@ -44,7 +44,18 @@ def test_smoke_notebook_results(smoke_runs):
     assert (fixed["mean_staleness"] <= fixed["tau"]).all()
 
     ms = pd.read_csv(run_dir / "mitigation_summary.csv")
-    assert len(ms) == len(p["mitigations"]) * len(p["mitigation_taus"])
+    controlled = [v for v in p["mitigations"] if v in ("scaling", "soft_sync", "scaling+soft_sync")]
+    n_controls = len(controlled) if p["lr_controls"] else 0
+    assert len(ms) == (len(p["mitigations"]) + n_controls) * len(p["mitigation_taus"])
+    assert set(ms["variant"]) == set(p["mitigations"]) | ({"lr_control:" + v for v in controlled} if n_controls else set())
+    if "soft_sync" in controlled and p["lr_controls"]:
+        assert (ms.loc[ms["variant"] == "lr_control:soft_sync", "lr_factor"] == 1 / p["soft_sync"]).all()
+    if "bounded" in p["mitigations"]:  # bounded ran at (at most) the emulated time of no mitigation, waiting charged
+        for tau, grp in ms.groupby("tau"):
+            g = grp.set_index("variant")
+            assert g.loc["bounded", "emulated_time"] <= g.loc["none", "emulated_time"] + 1e-6
+            assert g.loc["bounded", "arrivals"] + g.loc["bounded", "wait_time"] == pytest.approx(
+                g.loc["bounded", "emulated_time"])
     sync = ms[ms["variant"] == "soft_sync"]
     plain = ms[ms["variant"] == "none"]
     assert (sync["updates"].to_numpy() * p["soft_sync"] >= plain["updates"].to_numpy()).all()

@@ -266,7 +266,7 @@ def test_cost_to_accuracy_counts_epochs_up_to_the_target():
 
 # --- claims: every claim judged, from the run's tables only -----------------------------------------
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "published" / "cpu" / "cost_study"
+PUBLISHED = Path(__file__).resolve().parents[2] / "published" / "cpu" / "cost_study"
 
 
 def test_add_cli_is_on_the_experiment_module():
@@ -347,3 +347,18 @@ def test_claims_that_fail_differ_and_missing_hardware_is_not_testable():
     few = _verdicts(_tables(opt_cores=2, mnist=(3.0, 3.0), cifar=(5.0, 0.7), max_cores=4))
     assert few["optimal_cores_mnist"].startswith("not testable here (only 1..4 cores")
     assert few["gpu_mnist_faster_dearer"] == "not comparable (reference is 4 cores, not 12)"
+
+
+def test_gpu_is_compared_with_the_papers_12_cores_on_a_bigger_host():
+    """On a 16-core GPU host the MNIST comparison uses the 12-core CPU run, not the 16-core one."""
+    tables = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
+    extra = {"network": "mnist_cnn", "device": "cpu", "cores": 16, "gpus": 0}
+    tables["runs"] = pd.concat([tables["runs"], pd.DataFrame([extra])], ignore_index=True)
+    tables["timing"] = pd.concat([tables["timing"], pd.DataFrame([{**extra, "t_measured_mean_s": 20.0}])],
+                                 ignore_index=True)  # 16 cores 6x faster than 12: would hide the GPU's lead
+    tables["costs"] = pd.concat([tables["costs"], pd.DataFrame([{**extra, "kind": "measured", "provider":
+                                                                 "google_cloud_2017", "cost_mean": 0.5}])],
+                                ignore_index=True)
+    speed, ratio, cores = verdicts.gpu_vs_cpu(tables, "mnist_cnn", "google_cloud_2017")
+    assert cores == 12 and speed == pytest.approx(3.0) and ratio == (pytest.approx(3.0), "google_cloud_2017")
+    assert _verdicts(tables)["gpu_mnist_faster_dearer"].startswith("reproduced")

@@ -167,7 +167,7 @@ def test_judge_on_a_hand_made_result(tmp_path):
 
 def test_judge_rederives_the_published_ledger():
     """The published cpu run's ledger, re-derived from its tables: same verdict categories row by row."""
-    root = Path(__file__).resolve().parents[1] / "published" / "cpu" / "distributed"
+    root = Path(__file__).resolve().parents[2] / "published" / "cpu" / "distributed"
     if not (root / "LATEST").is_file():
         pytest.skip("no published cpu run of distributed in this checkout")
     result = harness.load_result(root / (root / "LATEST").read_text().strip())  # read only

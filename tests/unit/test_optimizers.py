@@ -11,7 +11,7 @@ from repro.core.params import ParameterError
 from repro.experiments.optimizers import experiment as optimizers
 from repro.ml import optim
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_seven_are_keras_classes_with_the_shared_hyperparameters():

@@ -481,7 +481,7 @@ def test_fully_convolutional_counts_do_not_depend_on_input_size():
 
 def test_judge_re_derives_the_published_cpu_ledger():
     """judge reads only a run's files: on the published cpu run it gives that run's ledger back."""
-    runs = sorted((Path(__file__).parents[1] / "published" / "cpu" / "speedup").glob("2*"))
+    runs = sorted((Path(__file__).parents[2] / "published" / "cpu" / "speedup").glob("2*"))
     if not runs:
         pytest.skip("no published cpu run of speedup in this checkout")
     result = harness.load_result(runs[-1])

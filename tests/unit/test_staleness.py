@@ -15,7 +15,7 @@ from repro.core import claims, harness, ledger, results
 from repro.core.params import ParameterError
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness import experiment as st
-from repro.experiments.staleness import verdicts
+from repro.experiments.staleness import study, summaries, verdicts
 
 LR = 0.25
 
@@ -98,6 +98,49 @@ def test_bounded_staleness_holds_back_delays_above_the_bound():
     assert traj == pytest.approx([1.0, 0.5, 0.0, -0.25, -0.25, -0.125], abs=1e-7)
     assert res.held_back == 6
     assert max(r["staleness"] for r in res.log) == 1
+    # charged waiting: (delay - 1) / 2 for the delays 2, 3, 4 = 0.5 + 1 + 1.5 slots
+    assert res.wait_time == pytest.approx(3.0) and res.arrivals == 5
+
+
+def test_wait_charge_gives_the_throughput_of_bounded_equal_speed_workers():
+    # fixed delay tau = 64, bound 8: at most 9 of 65 equal-speed workers in flight -> each arrival costs 65/9 slots
+    assert 1 + st.wait_charge(64, 8) == pytest.approx(65 / 9)
+    assert st.wait_charge(8, 8) == 0.0 and st.wait_charge(3, None) == 0.0
+    assert st.wait_charge(5, 0) == 5.0
+
+
+def test_time_budget_stops_bounded_staleness_at_equal_emulated_time():
+    # tau = 4, bound 1: slots after each arrival 1, 2, 3.5, 5.5, then 5.5 + 1 + 1.5 = 8 > 6 -> stop after 4 arrivals
+    traj, res = _trajectory(6, tau=4, bound=1, time_budget=6)
+    assert res.arrivals == 4 and res.updates == 4
+    assert res.wait_time == pytest.approx(1.5)
+    assert traj == pytest.approx([1.0, 0.5, 0.0, -0.25, -0.25], abs=1e-7)
+    assert res.history[-1]["arrivals"] == 4
+    # without a bound nothing is charged: the budget of 6 slots admits all 6 arrivals
+    _, plain = _trajectory(6, tau=4, time_budget=6)
+    assert plain.arrivals == 6 and plain.wait_time == 0.0
+
+
+def test_lr_control_factors_match_the_mitigations_learning_rate_change():
+    assert study.control_factor("scaling", 0.25, 4) == pytest.approx(0.25)
+    assert study.control_factor("soft_sync", 1.0, 4) == pytest.approx(0.25)
+    assert study.control_factor("scaling+soft_sync", 0.5, 4) == pytest.approx(0.125)
+    assert study.control_factor("bounded", 1.0, 4) is None and study.control_factor("none", 1.0, 4) is None
+
+
+def test_mitigation_summary_has_control_gains_and_waiting():
+    rows = [("none", 0.50, 0.0, 1.0), ("scaling", 0.60, 0.0, 1.0), ("bounded", 0.55, 40.0, 1.0),
+            ("lr_control:scaling", 0.58, 0.0, 0.3)]
+    fin = pd.DataFrame([{"part": "mitigation", "tau": 8, "variant": v, "seed": seed, "test_accuracy": a + 0.01 * seed,
+                         "updates": 100, "arrivals": 100 - w, "mean_staleness": 8.0, "mean_scale": 1.0,
+                         "held_back": 3 * w, "wait_time": w, "emulated_time": 100.0, "lr_factor": f}
+                        for v, a, w, f in rows for seed in (0, 1)])
+    ms = summaries.mitigation_summary(fin).set_index("variant")
+    assert list(ms.index) == ["none", "scaling", "bounded", "lr_control:scaling"]
+    assert ms.loc["scaling", "gain_vs_control"] == pytest.approx(0.02)
+    assert ms.loc["scaling", "gain_vs_none"] == pytest.approx(0.10)
+    assert np.isnan(ms.loc["bounded", "gain_vs_control"])
+    assert ms.loc["bounded", "wait_time"] == 40.0 and ms.loc["bounded", "arrivals"] == 60.0
 
 
 def test_mitigation_names_map_to_engine_options():
@@ -338,25 +381,52 @@ def test_profiles_list_every_parameter_and_the_notebook():
 # ---------------------------------------------------------------------------------------------
 
 def _hand_made_result(pipeline_check: bool, thread_means=(1.0,)) -> harness.Result:
-    """A tiny written run: N 1/2, k 1/16; Adam state; tau 0/8 fixed; every mitigation at tau 8; threads N = 2."""
+    """A tiny written run: N 1/2, k 1/10/16/20; Adam state; tau 0/8 fixed; every mitigation and its lr control at
+    tau 8 (bounded charged for its waiting); threads N = 2; 4 epochs of history for the equal-time comparison."""
     params = {"seeds": [0, 1], "workers": [1, 2], "batch_size": 32, "acceptable_drop": 0.02, "epochs": 4,
               "state_optimizer": "adam", "state_workers": 2, "mitigation_tau_dist": "geometric",
               "pipeline_check": pipeline_check}
-    ps = pd.DataFrame({"workers": [1, 2, 2], "period": [1, 1, 16], "acc_mean": [0.85, 0.80, 0.79],
-                       "rounds": [0, 100, 7], "comm_mb": [0.0, 5.0, 0.35], "drop_vs_k1": [0.0, 0.0, 0.01],
-                       "acceptable": [True, True, True]})
+    ps = pd.DataFrame({"workers": [1, 2, 2, 2, 2], "period": [1, 1, 10, 16, 20], "acc_mean": [0.85, 0.80, 0.79, 0.79, 0.785],
+                       "rounds": [0, 100, 10, 7, 5], "comm_mb": [0.0, 5.0, 0.5, 0.35, 0.25],
+                       "drop_vs_k1": [0.0, 0.0, 0.01, 0.01, 0.015], "acceptable": [True] * 5})
     fin = pd.DataFrame({"part": ["grid", "grid"], "workers": [2, 2], "period": [1, 16], "local_steps": [100, 100]})
+    hist = pd.DataFrame([{"part": "grid", "workers": n, "period": k, "seed": seed, "epoch": e, "test_accuracy": a,
+                          "local_steps": (100 if n == 1 else 50) * e}
+                         for n, k, accs in [(1, 1, [0.70, 0.80, 0.83, 0.85]), (2, 1, [0.60, 0.70, 0.75, 0.80]),
+                                            (2, 16, [0.62, 0.72, 0.76, 0.79])]
+                         for e, a in enumerate(accs, 1) for seed in (0, 1)])
     ss = pd.DataFrame({"period": [16, 16], "state_mode": ["weights", "weights+state"], "acc_mean": [0.70, 0.75]})
     ts = pd.DataFrame({"tau_dist": ["fixed", "fixed"], "tau": [0, 8], "acc_mean": [0.8, 0.5], "drop_vs_sync": [0.0, 0.3]})
-    variants = ["none", "scaling", "soft_sync", "bounded", "scaling+soft_sync"]
-    ms = pd.DataFrame({"tau": [8] * 5, "variant": variants, "acc_mean": [0.5, 0.6, 0.49, 0.7, 0.65],
-                       "gain_vs_none": [0.0, 0.1, -0.01, 0.2, 0.15]})
+    variants = ["none", "scaling", "soft_sync", "bounded", "scaling+soft_sync",
+                "lr_control:scaling", "lr_control:soft_sync", "lr_control:scaling+soft_sync"]
+    acc = [0.5, 0.6, 0.49, 0.7, 0.65, 0.55, 0.52, 0.647]
+    ms = pd.DataFrame({"tau": [8] * 8, "variant": variants, "acc_mean": acc,
+                       "arrivals": [400, 400, 400, 150, 400, 400, 400, 400],
+                       "held_back": [0, 0, 0, 900, 0, 0, 0, 0], "wait_time": [0, 0, 0, 250, 0, 0, 0, 0],
+                       "emulated_time": [400] * 8, "lr_factor": [1, 1, 1, 1, 1, 0.3, 0.25, 0.075]})
+    ms["gain_vs_none"] = ms["acc_mean"] - 0.5
+    ctl = ms.set_index("variant")["acc_mean"]
+    ms["gain_vs_control"] = [a - ctl.get("lr_control:" + v, np.nan) for v, a in zip(ms["variant"], ms["acc_mean"])]
     th = pd.DataFrame({"workers": [2] * len(thread_means), "mean": list(thread_means)})
-    tables = {"period_summary": ps, "averaging_final": fin, "state_summary": ss, "tau_summary": ts,
-              "mitigation_summary": ms, "thread_staleness": th}
+    tables = {"period_summary": ps, "averaging_final": fin, "averaging_history": hist, "state_summary": ss,
+              "tau_summary": ts, "mitigation_summary": ms, "thread_staleness": th}
     summary = {"equivalence_max_abs_difference": 3e-8, "weight_bytes": 1000, "state_optimizer_state_bytes": 2000}
     prov = {"experiment": "staleness", "profile": "smoke", "datasets": [{"n_train": 2000}]}
     return harness.Result("/nonexistent", params, prov, tables, summary)
+
+
+def _judge(result: harness.Result) -> dict[str, str]:
+    led = claims.ledger(st.NAME, st.EXPERIMENT.judge(result))
+    return dict(zip(claims.load(st.NAME), led["verdict"]))
+
+
+def _set(df: pd.DataFrame, where: dict, **values) -> None:
+    mask = np.ones(len(df), bool)
+    for col, v in where.items():
+        mask &= (df[col] == v).to_numpy()
+    assert mask.any()
+    for col, v in values.items():
+        df.loc[mask, col] = v
 
 
 def _categories(measured) -> dict[str, str]:
@@ -369,17 +439,87 @@ def test_judge_gives_every_claim_a_measurement_from_a_hand_made_run():
     assert set(measured) == set(claims.load(st.NAME))
     cats = _categories(measured)
     assert cats["k1_equals_single_machine"] == "reproduced"  # 3e-8 <= 1e-5, exact: one run suffices
-    assert cats["period_10_20_acceptable"] == "partly"  # k = 16 only, not 10 and 20
+    assert cats["period_10_20_acceptable"] == "reproduced"  # k = 10, 16, 20 within 2 pts for N = 2, two seeds
     assert cats["state_averaging_needed"] == "reproduced"  # +5 pts > 2, two seeds
     assert cats["staleness_hurts"] == "reproduced"
     # mean 1 + 1 = 2 = N holds, but one thread run per N of a stochastic quantity cannot be "reproduced"
     assert cats["staleness_equals_n_threads"] == "not comparable"
-    assert cats["mitigation_scaling"] == "reproduced" and cats["mitigation_soft_sync"] == "differs"
-    assert cats["mitigation_bounded"] == "not comparable"  # the waiting is not charged
+    assert cats["mitigation_scaling"] == "reproduced"  # +10 vs none, +5 vs its lr control
+    assert cats["mitigation_soft_sync"] == "differs"
+    assert cats["mitigation_bounded"] == "reproduced"  # +20 pts at equal emulated time, waiting charged
+    assert cats["mitigation_scaling_soft_sync"] == "partly"  # +15 vs none, but only +0.3 vs its lr control
     assert cats["scaling_soft_sync_best"] == "differs"  # bounded is best
-    assert cats["one_machine_first"] == "not comparable"
+    assert cats["one_machine_first"] == "reproduced"  # equal steps: one machine 0.80 vs N = 2 best 0.80
     assert cats["staleness_equals_n_cluster"] == "not measured"
     assert cats["data_parallel_preferred"] == cats["async_higher_throughput"] == "not testable here"
+
+
+def test_period_verdict_needs_both_ends_acceptable_for_every_n():
+    r = _hand_made_result(pipeline_check=False)
+    ps = r.tables["period_summary"]
+    _set(ps, {"workers": 2, "period": 20}, drop_vs_k1=0.03)  # k = 20 loses 3 pts > 2
+    v = _judge(r)["period_10_20_acceptable"]
+    assert v.startswith("differs") and "k = 20 loses 3.0 pts" in v
+    r = _hand_made_result(pipeline_check=False)
+    r.tables["period_summary"] = r.tables["period_summary"].query("period != 10").reset_index(drop=True)
+    v = _judge(r)["period_10_20_acceptable"]
+    assert v.startswith("partly") and "missing N = 2: k = 10" in v
+    r = _hand_made_result(pipeline_check=False)  # a second N with only k = 16: both ends missing for N = 4
+    ps4 = pd.DataFrame({"workers": [4, 4], "period": [1, 16], "acc_mean": [0.8, 0.8], "rounds": [50, 3],
+                        "comm_mb": [1.0, 0.1], "drop_vs_k1": [0.0, 0.0], "acceptable": [True, True]})
+    r.tables["period_summary"] = pd.concat([r.tables["period_summary"], ps4], ignore_index=True)
+    r.tables["averaging_final"] = pd.DataFrame({"part": ["grid"] * 2, "workers": [4, 4], "period": [1, 16],
+                                                "local_steps": [50, 50]})
+    assert _judge(r)["period_10_20_acceptable"].startswith("partly")
+
+
+def test_lr_changing_mitigation_must_beat_its_learning_rate_control():
+    r = _hand_made_result(pipeline_check=False)
+    ms = r.tables["mitigation_summary"]
+    _set(ms, {"variant": "scaling"}, gain_vs_control=0.004)  # a mere learning-rate change does as well
+    v = _judge(r)
+    assert v["mitigation_scaling"].startswith("partly") and "matching lower learning rate" in v["mitigation_scaling"]
+    r.tables["mitigation_summary"] = ms.drop(columns=["gain_vs_control"])  # no control rows at all (older runs)
+    v = _judge(r)
+    assert v["mitigation_scaling"].startswith("not comparable (beats plain async SGD at the same learning rate")
+    assert v["mitigation_soft_sync"].startswith("differs")  # below no mitigation: no control needed to say so
+
+
+def test_bounded_is_judged_at_equal_emulated_time_with_its_waiting_charged():
+    r = _hand_made_result(pipeline_check=False)
+    ms = r.tables["mitigation_summary"]
+    _set(ms, {"variant": "bounded"}, acc_mean=0.45, gain_vs_none=-0.05)
+    assert _judge(r)["mitigation_bounded"].startswith("differs")
+    assert "150 gradients + 250 slots of waiting charged = 400 slots" in st.EXPERIMENT.judge(r)["mitigation_bounded"].ours
+    _set(ms, {"variant": "bounded"}, acc_mean=0.7, gain_vs_none=0.2, emulated_time=450)
+    assert _judge(r)["mitigation_bounded"].startswith("not comparable (bounded used more emulated time")
+    r.tables["mitigation_summary"] = ms.drop(columns=["wait_time"])  # a run that did not charge the waiting
+    assert _judge(r)["mitigation_bounded"].startswith("not comparable (accuracy per update improves")
+
+
+def test_combined_mitigation_best_needs_to_beat_the_others_and_its_control():
+    r = _hand_made_result(pipeline_check=False)
+    ms = r.tables["mitigation_summary"]
+    _set(ms, {"variant": "bounded"}, acc_mean=0.6, gain_vs_none=0.1)  # the combination (0.65) is now best
+    assert _judge(r)["scaling_soft_sync_best"].startswith("partly")  # only +0.3 pt vs its lr control
+    _set(ms, {"variant": "scaling+soft_sync"}, gain_vs_control=0.05)
+    assert ledger.category(_judge(r)["scaling_soft_sync_best"]) == "reproduced"
+
+
+def test_one_machine_is_compared_at_equal_emulated_time():
+    r = _hand_made_result(pipeline_check=False)
+    hist = r.tables["averaging_history"]
+    _set(hist, {"workers": 2, "period": 16, "epoch": 4}, test_accuracy=0.83)  # N = 2 ahead at equal steps
+    v = _judge(r)["one_machine_first"]
+    assert v.startswith("not comparable (at equal emulated time with free communication N = 2 is ahead by 3.0 pts")
+    _set(hist, {"workers": 2, "period": 16, "epoch": 4}, test_accuracy=0.70)
+    r.tables["averaging_history"] = hist[hist["epoch"] <= 1]  # one epoch: no N = 2 run reaches its steps
+    assert _judge(r)["one_machine_first"].startswith("not comparable (no N-worker run")
+    r = _hand_made_result(pipeline_check=False)
+    h = r.tables["averaging_history"]
+    h8 = h[h["workers"] == 2].assign(workers=8, local_steps=lambda d: d["epoch"] * 12)
+    r.tables["averaging_history"] = pd.concat([h, h8], ignore_index=True)  # N = 8 needs 8 epochs
+    assert _judge(r)["one_machine_first"].startswith("partly")
 
 
 def test_judge_marks_stochastic_claims_of_a_pipeline_check_not_comparable():
@@ -389,7 +529,7 @@ def test_judge_marks_stochastic_claims_of_a_pipeline_check_not_comparable():
     assert cats[cats == "reproduced"].index.tolist() == ["k1_equals_single_machine"]
     verdict = led.set_index("id")["verdict"]
     assert verdict["staleness_hurts"].startswith("not comparable (smoke profile: 4 epoch(s) on 2,000 images")
-    assert verdict["period_10_20_acceptable"].startswith("partly")  # a gate decided before the cheap one stays
+    assert verdict["period_10_20_acceptable"].startswith("not comparable (smoke profile")
 
 
 def test_claims_table_shows_the_ledgers_verdicts():

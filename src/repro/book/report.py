@@ -47,14 +47,17 @@ def provenance_markdown(record: dict, run_dir: str | Path | None = None) -> str:
     ) or "none"
     gpus = ", ".join(g.get("model") or g["name"] for g in hw.get("gpus", [])) or "none"
     commit = (git.get("commit") or "unknown")[:10] + (" (uncommitted changes)" if git.get("dirty") else "")
-    tf = pk.get("tensorflow") or pk.get("tensorflow-cpu", "?")
+    backend = record.get("keras_backend", "tensorflow")
+    dist = {"tensorflow": pk.get("tensorflow") or pk.get("tensorflow-cpu"), "jax": pk.get("jax"), "torch": pk.get("torch")}
+    device = record.get("device", {}).get("device") if isinstance(record.get("device"), dict) else None
     rows = [
         ("profile", record.get("profile")),
         ("parameters", ", ".join(f"{k}={v}" for k, v in sorted(record.get("parameters", {}).items()))),
         ("dataset actually used", datasets),
         ("hardware", f"{hw.get('cpu_model')}, {hw.get('cores_available')} of {hw.get('logical_cores')} cores, "
                      f"{hw.get('memory_gb')} GB RAM; GPUs: {gpus}"),
-        ("software", f"Python {pk.get('python')}, TensorFlow {tf}, Keras {pk.get('keras')}, repro {pk.get('repro')}"),
+        ("software", f"Python {pk.get('python')}, Keras {pk.get('keras')} on {backend} {dist.get(backend) or '?'}"
+                     + (f" ({device})" if device else "") + f", repro {pk.get('repro')}"),
         ("commit", commit),
         ("started", record.get("started_at", "?")),
         ("run time", f"{record['duration_s']:.0f} s" if record.get("duration_s") else "in progress"),

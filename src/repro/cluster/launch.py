@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .spec import ROLES, ClusterError, ClusterSpec, is_local
+from .spec import ROLES, ClusterError, ClusterSpec, is_local, visible_gpus
 from .supervisor import ClusterTimeout, TaskFailed, tail
 
 ISOLATIONS = ("auto", "netns", "none")
@@ -305,6 +305,7 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
         "server_cmd": [sys.executable, "-m", "repro.cluster._entry", "node", "serve", "--kind", server],
         "kwargs": kwargs or {}, "timeout": float(timeout), "ready_timeout": float(ready_timeout),
         "grace": float(grace), "fail_fast": bool(fail_fast), "network": net, "env": child_env, "cwd": os.getcwd(),
+        "gpus": visible_gpus(),  # handed out per task by device_env (workers only)
     }
     try:
         json.dumps(plan)

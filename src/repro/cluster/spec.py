@@ -260,6 +260,40 @@ def from_slurm(*, ps: int = 1, chief: bool = False, port_base: int = 8888, tasks
 # --------------------------------------------------------------------------- ports
 
 
+GPU_ROLES = ("worker",)  # the roles that compute; parameter servers, chief and evaluator stay on the CPU
+
+
+def visible_gpus(environ: Mapping | None = None, count: int | None = None) -> list[str]:
+    """The GPU ids a local cluster may hand out: ``CUDA_VISIBLE_DEVICES`` when set (``""``: none),
+    else ``0 .. count-1`` with ``count`` from ``nvidia-smi -L`` (0 where there is no NVIDIA driver)."""
+    environ = os.environ if environ is None else environ
+    if environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return [g.strip() for g in environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
+    if count is None:
+        count = _nvidia_smi_count()
+    return [str(i) for i in range(count)]
+
+
+def _nvidia_smi_count() -> int:
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return 0
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines()) if out.returncode == 0 else 0
+
+
+def device_env(role: str, index: int, gpus: list[str]) -> dict[str, str]:
+    """Environment of one task: workers share the GPUs round-robin (worker i gets ``gpus[i % len]``),
+    every other role sees none, and TensorFlow grows GPU memory instead of taking all of it, so that
+    several processes on one GPU neither run out of memory nor pile up on GPU 0."""
+    if role not in ROLES:
+        raise ClusterError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    visible = gpus[index % len(gpus)] if gpus and role in GPU_ROLES else ""
+    return {"CUDA_VISIBLE_DEVICES": visible, "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """``n`` distinct ports free right now on ``host`` (bound together, then released)."""
     socks = []

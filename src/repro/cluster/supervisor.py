@@ -32,6 +32,7 @@ from .spec import (
     ClusterSpec,
     Task,
     check_ports_free,
+    device_env,
     exposure_report,
     free_ports,
     interface_bytes,
@@ -119,7 +120,8 @@ class Supervisor:
         argv = list(self.plan["program_cmd"] if kind == "program" else self.plan["server_cmd"])
         argv[argv.index("node") + 1:argv.index("node") + 1] = ["--cluster-dir", str(self.run_dir)]  # visible in ps
         env = dict(os.environ)
-        env.update(self.plan.get("env") or {})
+        env.update(device_env(task.role, task.index, self.plan.get("gpus") or []))
+        env.update(self.plan.get("env") or {})  # the caller's explicit env wins
         env.update({
             "TF_CONFIG": json.dumps(self.spec.tf_config(task.role, task.index)),
             "REPRO_CLUSTER_DIR": str(self.run_dir),

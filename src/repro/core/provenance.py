@@ -16,7 +16,7 @@ import psutil
 from repro.core.paths import project_root
 
 PACKAGES = (
-    "repro", "tensorflow", "tensorflow-cpu", "keras", "numpy", "pandas", "papermill",
+    "repro", "tensorflow", "tensorflow-cpu", "keras", "jax", "jaxlib", "torch", "numpy", "pandas", "papermill",
     "nbclient", "jupyter-book", "seaborn", "matplotlib", "psutil", "mlxtend",
 )
 
@@ -59,7 +59,11 @@ def cpu_model() -> str:
 
 
 def gpus() -> list[dict]:
-    """GPUs TensorFlow sees (imports TensorFlow only if it is already loaded)."""
+    """The NVIDIA GPUs this process may use (``nvidia-smi``; whatever the Keras backend), else those
+    TensorFlow sees if it is already loaded; ``[]`` on a machine without either."""
+    listed = _nvidia_smi_gpus()
+    if listed is not None:
+        return listed
     if "tensorflow" not in sys.modules:
         return []
     import tensorflow as tf
@@ -72,6 +76,26 @@ def gpus() -> list[dict]:
             details = {}
         out.append({"name": dev.name, "model": details.get("device_name"), "compute_capability": details.get("compute_capability")})
     return out
+
+
+def _nvidia_smi_gpus() -> list[dict] | None:
+    """``nvidia-smi``'s GPUs (restricted to ``CUDA_VISIBLE_DEVICES`` when set), or None without the tool."""
+    import shutil
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    keep = None if visible is None else {v.strip() for v in visible.split(",") if v.strip()}
+    rows = [[c.strip() for c in line.split(",")] for line in out.stdout.strip().splitlines() if line.count(",") >= 3]
+    return [{"name": f"GPU:{r[0]}", "model": r[1], "memory": r[2], "driver": r[3]}
+            for r in rows if keep is None or r[0] in keep]
 
 
 def hardware() -> dict:
@@ -91,6 +115,20 @@ def hardware() -> dict:
     }
 
 
+def keras_backend() -> str:
+    """The backend Keras will use (``KERAS_BACKEND``, else ``~/.keras/keras.json``, else tensorflow),
+    read without importing Keras."""
+    import json
+
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    config = Path(os.environ.get("KERAS_HOME", Path.home() / ".keras")) / "keras.json"
+    try:
+        return json.loads(config.read_text()).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
+
+
 def collect(experiment: str, profile: str, params: dict) -> dict:
     """The provenance record written when a run starts."""
     return {
@@ -100,6 +138,7 @@ def collect(experiment: str, profile: str, params: dict) -> dict:
         "started_at": datetime.now(timezone.utc).isoformat(),
         "git": git_commit(),
         "packages": package_versions(),
+        "keras_backend": keras_backend(),
         "hardware": hardware(),
         "command": os.environ.get("REPRO_COMMAND") or " ".join(sys.argv),
     }

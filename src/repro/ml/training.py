@@ -1,4 +1,8 @@
-"""Training helper shared by the experiments: tf.data input, per-epoch metrics and wall time, resume.
+"""Training helper shared by the experiments: per-epoch metrics and wall time, resume, any Keras backend.
+
+The input pipeline is ``tf.data`` under the TensorFlow backend and NumPy arrays (shuffled per
+``(seed, epoch)`` the same way) under JAX or PyTorch, so the experiments run unchanged with
+``KERAS_BACKEND=tensorflow|jax|torch``.
 
 :func:`fit` trains a compiled Keras model one epoch per ``model.fit`` call so that
 
@@ -37,12 +41,55 @@ def configure_threads(cores: int | None) -> None:
     tf.config.threading.set_inter_op_parallelism_threads(cores)
 
 
-def device_summary() -> dict:
-    """Which device Keras trains on here (recorded in provenance)."""
-    import tensorflow as tf
+def backend() -> str:
+    """The Keras backend in use (``KERAS_BACKEND``): tensorflow, jax or torch."""
+    import keras
 
-    gpus = tf.config.list_physical_devices("GPU")
-    return {"device": "GPU" if gpus else "CPU", "gpus_visible": len(gpus)}
+    return keras.backend.backend()
+
+
+def _gpus(name: str) -> int:
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        return len(tf.config.list_physical_devices("GPU"))
+    if name == "jax":
+        import jax
+
+        return sum(d.platform == "gpu" for d in jax.devices())
+    if name == "torch":
+        import torch
+
+        return torch.cuda.device_count()
+    return 0
+
+
+def device_summary() -> dict:
+    """Which backend and device Keras trains on here (recorded in provenance)."""
+    from importlib import metadata
+
+    name = backend()
+    dist = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}.get(name, (name,))
+    version = next((v for d in dist if (v := _version(metadata, d))), "unknown")
+    gpus = _gpus(name)
+    return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, "backend": name, "backend_version": version}
+
+
+def _version(metadata, dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def epoch_input(x: np.ndarray, y: np.ndarray, num_classes: int, batch_size: int,
+                shuffle_seed: int | None = None) -> dict:
+    """``model.fit``/``validation_data`` input for one epoch: a ``tf.data`` pipeline under TensorFlow,
+    else one-hot NumPy arrays in the order of a permutation seeded by ``shuffle_seed``."""
+    if backend() == "tensorflow":
+        return {"x": to_tf_dataset(x, y, num_classes, batch_size, shuffle_seed)}
+    order = np.random.default_rng(shuffle_seed).permutation(len(y)) if shuffle_seed is not None else slice(None)
+    return {"x": x[order], "y": np.eye(num_classes, dtype="float32")[y[order]], "batch_size": batch_size}
 
 
 def to_tf_dataset(x: np.ndarray, y: np.ndarray, num_classes: int, batch_size: int, shuffle_seed: int | None = None):
@@ -145,15 +192,16 @@ def fit(
             if verbose:
                 print(f"{log_prefix}resuming after epoch {start_epoch} from {checkpoint_dir}", flush=True)
     timer = _callback_class()()
-    val = to_tf_dataset(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
+    val = epoch_input(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
+    val = None if val is None else (val["x"] if "y" not in val else (val["x"], val["y"]))
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
     if verbose and log_prefix and start_epoch < epochs:
         print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)
     for epoch in range(start_epoch, epochs):
         _reseed(model, seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
-        train = to_tf_dataset(data.x_train, data.y_train, data.num_classes, batch_size, shuffle_seed=seed * 100_003 + epoch)
+        train = epoch_input(data.x_train, data.y_train, data.num_classes, batch_size, seed * 100_003 + epoch)
         hist = model.fit(
-            train,
+            **train,
             validation_data=val,
             epochs=epoch + 1,
             initial_epoch=epoch,

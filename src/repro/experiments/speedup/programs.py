@@ -129,6 +129,14 @@ def probe(networks: list[str], image_size: int, num_classes: int, batch_sizes: l
                          for net in networks]}
 
 
+def worker_device(devices: list[str], job: str = "worker") -> str:
+    """Where the probe times ``t_grad``: worker 0's first GPU when the cluster lists one, else its CPU
+    (the training closures run on the same device, so ``t_grad`` and training are timed alike)."""
+    prefix = f"/job:{job}/replica:0/task:0/device:"
+    gpus = sorted(d for d in devices if d.startswith(prefix + "GPU:"))
+    return gpus[0] if gpus else prefix + "CPU:0"
+
+
 def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: list[int], repeats: int,
                warmup: int, seed: int) -> dict:
     import keras
@@ -136,7 +144,7 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
     import tensorflow as tf
 
     ps_dev = "/job:ps/replica:0/task:0/device:CPU:0"
-    worker = "/job:worker/replica:0/task:0/device:CPU:0"
+    worker = worker_device([d.name for d in tf.config.list_logical_devices()])
     with tf.device(worker):
         keras.utils.set_random_seed(seed)
         net = build_network(network, image_size, num_classes)

@@ -40,6 +40,20 @@ def staleness_scale(staleness: int, scaling: bool) -> float:
     return 1.0 / max(int(staleness), 1) if scaling else 1.0
 
 
+def wait_charge(delay: int, bound: int | None) -> float:
+    """Emulated time (arrival slots) that holding back costs when a drawn ``delay`` exceeds ``bound``.
+
+    Bounded staleness lets at most ``bound + 1`` gradients be in flight: the others wait. With equal-speed
+    workers (fixed delay tau) the throughput falls from 1 to ``(bound + 1) / (tau + 1)`` gradients per slot,
+    i.e. every arrival costs ``1 + (tau - bound) / (bound + 1)`` slots: the charge is
+    ``(delay - bound) / (bound + 1)`` per held-back arrival (exact for fixed delays, an approximation for
+    random ones). 0 when nothing is held back.
+    """
+    if bound is None or delay <= bound:
+        return 0.0
+    return (int(delay) - int(bound)) / (int(bound) + 1)
+
+
 def mitigation_options(variant: str, soft_sync: int, bound: int) -> dict:
     """Engine options of a mitigation variant name (see :data:`MITIGATIONS`)."""
     if variant not in MITIGATIONS:
@@ -57,6 +71,8 @@ class AsyncResult:
     log: list[dict] = field(default_factory=list)  # one row per gradient (LOG_COLUMNS + arrival, drawn, scale)
     updates: int = 0  # server updates applied
     held_back: int = 0  # bounded staleness: arrivals by which fast workers were held back, summed
+    wait_time: float = 0.0  # bounded staleness: the waiting charged, in arrival slots (:func:`wait_charge`)
+    arrivals: int = 0  # gradients that arrived (all of them unless a time budget stopped the run)
     weights: list = field(default_factory=list)
     trajectory: list = field(default_factory=list)  # weights after every server update (trace=True), initial first
     wall_s: float = 0.0
@@ -76,7 +92,7 @@ def check_async_options(tau, tau_dist, soft_sync, bound) -> None:
 def train_async(server: Trainer, reader: Trainer, x: np.ndarray, y: np.ndarray, *, tau: int, epochs: int,
                 batch_size: int, init_weights, tau_dist: str = "fixed", scaling: bool = False, soft_sync: int = 1,
                 bound: int | None = None, seed: int = 0, x_test=None, y_test=None, shuffle: bool = True,
-                trace: bool = False, log=None) -> AsyncResult:
+                trace: bool = False, log=None, time_budget: float | None = None) -> AsyncResult:
     """Emulated asynchronous SGD with stale gradients (one process, reproducible).
 
     Gradients *arrive* one per minibatch (arrival ``t = 0, 1, ...``; the minibatches of an epoch
@@ -95,7 +111,11 @@ def train_async(server: Trainer, reader: Trainer, x: np.ndarray, y: np.ndarray, 
       update while a slow worker's read is more than ``s`` updates old; holding the fast workers
       back until the slow one has pushed means no gradient is ever applied more than ``s`` arrivals
       late, so the emulation uses ``min(tau_t, s)`` and counts the ``tau_t - s`` arrivals the
-      fast workers waited as ``held_back`` (the price in idle worker time, not in accuracy).
+      fast workers waited as ``held_back``; the idle time is charged as emulated time
+      (:func:`wait_charge`, summed in ``wait_time``). With ``time_budget`` (arrival slots, e.g. the
+      arrivals of an unbounded run) the run stops before an arrival whose slot plus charged waiting
+      would exceed it, so mitigations can be compared at equal emulated time (``arrivals`` counts the
+      gradients that did arrive).
 
     ``server`` holds the current parameters and the optimizer (plain SGD makes the scaling exactly
     a per-update learning rate); ``reader`` is a second trainer of the same architecture (its
@@ -112,26 +132,39 @@ def train_async(server: Trainer, reader: Trainer, x: np.ndarray, y: np.ndarray, 
     ps = _ParameterServer(server, reader, init_weights, int(soft_sync), keep=lag // int(soft_sync) + 2, trace=trace)
     rng = np.random.default_rng([seed, 3])
     for epoch in range(epochs):
-        losses = []
+        losses, stop = [], False
         for b in epoch_batches(np.arange(len(y)), batch_size, seed, epoch, 0, shuffle):
             drawn = draw_staleness(rng, int(tau), tau_dist)
             delay = min(drawn, ps.arrivals)
+            charge = wait_charge(delay, bound)
+            if time_budget is not None and ps.arrivals + ps.res.wait_time + charge + 1 > time_budget + 1e-9:
+                stop = True
+                break
             if bound is not None and delay > bound:
                 ps.res.held_back += delay - int(bound)
+                ps.res.wait_time += charge
                 delay = int(bound)
             losses.append(ps.arrive(x[b], y[b], delay, drawn, scaling))
-        if epoch == epochs - 1 and ps.group:
+        if (stop or epoch == epochs - 1) and ps.group:
             ps.apply_group()
-        test_loss, test_acc = float("nan"), float("nan")
-        if x_test is not None and len(y_test):
-            test_loss, test_acc = server.evaluate(x_test, y_test)
-        ps.res.history.append({"epoch": epoch + 1, "train_loss": float(np.mean(losses)) if losses else float("nan"),
-                               "test_loss": test_loss, "test_accuracy": test_acc, "updates": ps.res.updates})
-        if log:
-            log(f"epoch {epoch + 1}/{epochs}: test accuracy {test_acc:.4f}, updates {ps.res.updates}")
+        _epoch_row(ps, server, epoch, losses, x_test, y_test, log, epochs)
+        if stop:
+            break
     ps.res.weights = server.get_weights()
     ps.res.wall_s = time.perf_counter() - t0
+    ps.res.arrivals = ps.arrivals
     return ps.res
+
+
+def _epoch_row(ps, server: Trainer, epoch: int, losses: list, x_test, y_test, log, epochs: int) -> None:
+    test_loss, test_acc = float("nan"), float("nan")
+    if x_test is not None and len(y_test):
+        test_loss, test_acc = server.evaluate(x_test, y_test)
+    ps.res.history.append({"epoch": epoch + 1, "train_loss": float(np.mean(losses)) if losses else float("nan"),
+                           "test_loss": test_loss, "test_accuracy": test_acc, "updates": ps.res.updates,
+                           "arrivals": ps.arrivals, "wait_time": ps.res.wait_time})
+    if log:
+        log(f"epoch {epoch + 1}/{epochs}: test accuracy {test_acc:.4f}, updates {ps.res.updates}")
 
 
 class _ParameterServer:

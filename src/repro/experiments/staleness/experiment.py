@@ -41,6 +41,7 @@ from repro.experiments.staleness.async_sgd import (  # noqa: F401 - the experime
     mitigation_options,
     staleness_scale,
     train_async,
+    wait_charge,
 )
 from repro.experiments.staleness.averaging import EngineError, Trainer  # noqa: F401
 from repro.experiments.staleness.chapter import glue_numbers, guide_markdown  # noqa: F401

@@ -108,7 +108,7 @@ def plot_mitigations(result: Result):
 
     plots.style()
     h = result["async_history"]
-    h = h[h["part"] == "mitigation"]
+    h = h[(h["part"] == "mitigation") & h["variant"].isin(MITIGATIONS)]  # the lr controls are in the table
     grid = sns.relplot(data=h, x="epoch", y="test_accuracy", hue="variant", col="tau", kind="line", marker="o",
                        errorbar="sd", height=3.2, aspect=1.2, hue_order=[v for v in MITIGATIONS if v in set(h["variant"])])
     grid.set_titles("mean tau = {col_name} (" + result.params["mitigation_tau_dist"] + ")")

@@ -133,20 +133,40 @@ def averaging_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame]:
     return hist, hist[hist["epoch"] == p["epochs"]].reset_index(drop=True)
 
 
-def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: int, seed: int):
-    """One emulated async run (cached by its engine options): history rows, final row, staleness rows."""
+CONTROL_PREFIX = "lr_control:"  # variant name of a mitigation's learning-rate control: plain async SGD at its lr
+
+
+def control_factor(variant: str, mean_scale: float, soft_sync: int) -> float | None:
+    """The factor by which a mitigation changes the learning rate per gradient (None: it does not).
+
+    ``scaling`` multiplies each step by lambda (mean ``mean_scale``); ``soft_sync`` applies the mean of S
+    gradients as one step (lr / S per gradient); ``scaling+soft_sync`` both. ``bounded`` keeps the lr.
+    """
+    return {"scaling": mean_scale, "soft_sync": 1.0 / soft_sync,
+            "scaling+soft_sync": mean_scale / soft_sync}.get(variant)
+
+
+def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: int, seed: int,
+             lr_factor: float = 1.0):
+    """One emulated async run (cached by its engine options): history rows, final row, staleness rows.
+
+    ``bounded`` runs under a time budget (the arrivals of an unbounded run) with its waiting charged;
+    a ``lr_control:<variant>`` run is plain async SGD at ``lr_factor`` x the learning rate."""
     p, ds = m.p, m.ds
     dist = "fixed" if tau == 0 else dist
-    opts = mitigation_options(variant, p["soft_sync"], p["staleness_bound"])
-    key = (seed, dist, tau, opts["scaling"], opts["soft_sync"], opts["bound"])
+    control = variant.startswith(CONTROL_PREFIX)
+    opts = mitigation_options("none" if control else variant, p["soft_sync"], p["staleness_bound"])
+    budget = p["epochs"] * (len(ds.y_train) // p["batch_size"]) if opts["bound"] is not None else None
+    lr = p["async_learning_rate"] * lr_factor
+    key = (seed, dist, tau, opts["scaling"], opts["soft_sync"], opts["bound"], lr)
     if key not in cache:
-        res = train_async(m.trainer("sgd", p["async_learning_rate"], tag="server"), m.trainer(None, tag="reader"),
+        res = train_async(m.trainer("sgd", lr, tag="server"), m.trainer(None, tag="reader"),
                           ds.x_train, ds.y_train, tau=tau, epochs=p["epochs"], batch_size=p["batch_size"],
                           init_weights=m.init(seed), tau_dist=dist, seed=seed, x_test=ds.x_test, y_test=ds.y_test,
-                          **opts)
+                          time_budget=budget, **opts)
         cache[key] = res
-        log(f"async {variant} tau={tau} ({dist}) seed={seed}: test accuracy "
-            f"{res.history[-1]['test_accuracy']:.4f}, {res.updates} updates")
+        log(f"async {variant} tau={tau} ({dist}) lr={lr:.3g} seed={seed}: test accuracy "
+            f"{res.history[-1]['test_accuracy']:.4f}, {res.updates} updates, waiting charged {res.wait_time:.0f}")
     res = cache[key]
     counts = [r["staleness"] for r in res.log]
     stale = staleness_summary(counts)
@@ -154,13 +174,15 @@ def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: in
     final = {**base, "test_accuracy": res.history[-1]["test_accuracy"], "test_loss": res.history[-1]["test_loss"],
              "updates": res.updates, "mean_staleness": stale["mean"], "max_staleness": stale["max"],
              "mean_scale": float(np.mean([r["scale"] for r in res.log])), "held_back": res.held_back,
-             "wall_s": res.wall_s}
+             "arrivals": res.arrivals, "wait_time": res.wait_time, "emulated_time": res.arrivals + res.wait_time,
+             "learning_rate": lr, "lr_factor": lr_factor, "wall_s": res.wall_s}
     dist_rows = [{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p["seeds"][0] else []
     return [{**base, **h} for h in res.history], final, dist_rows
 
 
 def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The tau sweep and the mitigations: (history, final, staleness distribution of the first seed)."""
+    """The tau sweep, the mitigations (bounded with its waiting charged) and, with ``lr_controls``, one
+    learning-rate control per lr-changing mitigation: (history, final, staleness distribution of seed 1)."""
     p = m.p
     cache: dict = {}
     hist, final, stale = [], [], []
@@ -179,6 +201,11 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         hist += h
         final.append(f)
         stale += s
+        factor = control_factor(cfg[1], f["mean_scale"], p["soft_sync"]) if cfg[0] == "mitigation" else None
+        if p["lr_controls"] and factor is not None:
+            h, f, s = _emulate(m, cache, "mitigation", CONTROL_PREFIX + cfg[1], *cfg[2:], lr_factor=factor)
+            hist += h
+            final.append(f)
     return pd.DataFrame(hist), pd.DataFrame(final), pd.DataFrame(stale)
 
 

@@ -48,13 +48,22 @@ def tau_summary(async_final: pd.DataFrame) -> pd.DataFrame:
 
 
 def mitigation_summary(async_final: pd.DataFrame) -> pd.DataFrame:
+    """Mean/sd per (tau, variant) of the mitigation runs, with the emulated time each used (arrivals plus
+    the waiting charged to ``bounded``), the gain over no mitigation and, for a mitigation that has a
+    learning-rate control row (``lr_control:<variant>``, plain async SGD at lr x ``lr_factor``), the gain
+    over that control."""
     mi = async_final[async_final["part"] == "mitigation"]
     out = _mean_sd(mi, ["tau", "variant"])
-    extra = mi.groupby(["tau", "variant"])[["updates", "mean_staleness", "mean_scale", "held_back"]].mean().reset_index()
+    cols = [c for c in ("updates", "arrivals", "mean_staleness", "mean_scale", "held_back", "wait_time",
+                        "emulated_time", "lr_factor") if c in mi.columns]
+    extra = mi.groupby(["tau", "variant"])[cols].mean().reset_index()
     out = out.merge(extra, on=["tau", "variant"])
-    none = out[out["variant"] == "none"].set_index("tau")["acc_mean"]
-    out["gain_vs_none"] = [a - none.get(t, np.nan) for t, a in zip(out["tau"], out["acc_mean"])]
+    acc = out.set_index(["tau", "variant"])["acc_mean"]
+    out["gain_vs_none"] = [a - acc.get((t, "none"), np.nan) for t, a in zip(out["tau"], out["acc_mean"])]
+    out["gain_vs_control"] = [a - acc.get((t, "lr_control:" + v), np.nan)
+                              for t, v, a in zip(out["tau"], out["variant"], out["acc_mean"])]
     order = {v: i for i, v in enumerate(MITIGATIONS)}
+    order.update({"lr_control:" + v: len(MITIGATIONS) + i for i, v in enumerate(MITIGATIONS)})
     return out.sort_values(["tau", "variant"], key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
 
 
@@ -76,7 +85,8 @@ def run_summary(t: dict, eq: dict, sizes: dict) -> dict:
     if len(ms):
         tmax = ms["tau"].max()
         out["mitigation_tau"] = int(tmax)
-        out["mitigation_accuracy"] = {r.variant: float(r.acc_mean) for r in ms[ms["tau"] == tmax].itertuples()}
+        out["mitigation_accuracy"] = {r.variant: float(r.acc_mean) for r in ms[ms["tau"] == tmax].itertuples()
+                                      if r.variant in MITIGATIONS}  # not the learning-rate controls
     if len(th):
         out["thread_mean_staleness"] = {int(r.workers): float(r.mean) for r in th.itertuples()}
     return out
