@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 
 from repro.book import build as book
 from repro.book.build import BookError
@@ -46,15 +47,39 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_book(args) -> int:
-
-    source = args.source or ("results" if args.profile else "published")
+    source = args.source or ("published" if args.published_dir or not args.profile else "results")
     if source == "published":
+        root = Path(args.published_dir).resolve() if args.published_dir else book.published_root()
         profile = args.profile or book.default_published_profile()
-        index = book.build(profile, out=book.results.project_root() / "_build" / f"published-{profile}",
-                           results_dir=book.published_root())
+        index = book.build(profile, out=results.project_root() / "_build" / f"published-{profile}",
+                           results_dir=root, partial=args.partial)
     else:
-        index = book.build(args.profile or "smoke")
+        index = book.build(args.profile or "smoke", partial=args.partial)
     print(f"[repro] book built from {source} runs: {index}")
+    return 0
+
+
+def _cmd_measure(args) -> int:
+    spec = _params.spec(args.experiment)
+    overrides = spec.parse_overrides(args.param)
+    result = harness.run(harness.experiment(args.experiment), args.profile, overrides)
+    print(f"[repro] {args.experiment}: results in {result.run_dir} (render its notebook with `repro render`)")
+    return 0
+
+
+def _cmd_render(args) -> int:
+    dirs = [results.from_project(d) for d in args.run_dir]
+    if args.published:
+        root = Path(args.published_dir).resolve() if args.published_dir else book.published_root()
+        dirs += [r for n in _params.experiments() if (r := results.latest_run(n, args.published, root)) is not None]
+    if not dirs:
+        raise _params.ParameterError("render: name run directories or --published PROFILE")
+    for run_dir in dirs:
+        if (run_dir / "notebook.ipynb").is_file() and not args.force:
+            print(f"[repro] {run_dir}: notebook.ipynb exists (--force renders it again)")
+            continue
+        runner.render(run_dir)
+        print(f"[repro] rendered {run_dir / 'notebook.ipynb'}")
     return 0
 
 
@@ -118,7 +143,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="whose runs to render; without it, the largest published profile (published/)")
     p.add_argument("--source", choices=["results", "published"], default=None,
                    help="results/ (your runs; default with --profile) or published/ (runs kept in the repository)")
+    p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/ (implies it)")
+    p.add_argument("--partial", action="store_true",
+                   help="leave out chapters without a run (their list is on the front page) instead of failing")
     p.set_defaults(func=_cmd_book)
+
+    p = sub.add_parser("measure", help="run an experiment without Jupyter (harness only; render its notebook later)")
+    p.add_argument("experiment", help="experiment name (see `repro list`)")
+    p.add_argument("--profile", default="smoke", help="parameter profile (default: smoke)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
+    p.set_defaults(func=_cmd_measure)
+
+    p = sub.add_parser("render", help="execute finished runs' notebooks against their stored results (never trains)")
+    p.add_argument("run_dir", nargs="*", help="finished run directories")
+    p.add_argument("--published", metavar="PROFILE", help="every experiment's newest run in published/PROFILE")
+    p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/")
+    p.add_argument("--force", action="store_true", help="render again where notebook.ipynb exists")
+    p.set_defaults(func=_cmd_render)
 
     p = sub.add_parser("publish", help="copy the newest run of every experiment into published/<profile>/")
     p.add_argument("--profile", required=True)

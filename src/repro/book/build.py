@@ -65,8 +65,41 @@ def profiles_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Path]:
-    """Copy book sources and executed notebooks into ``dest``; returns the runs used."""
+def drop_chapters(toc_path: Path, files: set[str]) -> None:
+    """Remove the entries naming ``files`` (without suffix) from a staged ``_toc.yml``."""
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+
+    def keep(entries):
+        out = []
+        for e in entries or []:
+            if e.get("file") in files:
+                continue
+            for key in ("sections", "chapters"):
+                if key in e:
+                    e[key] = keep(e[key])
+            out.append(e)
+        return out
+
+    for part in toc.get("parts", []):
+        part["chapters"] = keep(part.get("chapters"))
+    toc["parts"] = [part for part in toc.get("parts", []) if part.get("chapters")] or toc.get("parts", [])
+    if "chapters" in toc:
+        toc["chapters"] = keep(toc["chapters"])
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+
+
+def _absent_markdown(profile: str, missing: list[str]) -> str:
+    if not missing:
+        return ""
+    return (f"```{{note}}\nThis book of profile `{profile}` has no run of: {', '.join(missing)}; "
+            "those chapters are left out.\n```\n")
+
+
+def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bool = False) -> list[Path]:
+    """Copy book sources and executed notebooks into ``dest``; returns the runs used.
+
+    A chapter without a run is an error, or (``partial``) left out of the staged table of contents
+    and named on the front page."""
     root = results.project_root()
     if root is None:
         raise BookError("book sources (_toc.yml, book/) not found: build from a checkout of the repository")
@@ -93,12 +126,20 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None) -> list[Pat
             if f.suffix in (".csv", ".json"):
                 shutil.copy2(f, data_dir / f.name)
         used[spec.name] = (run, entry)
-    if missing:
+    if missing and (not partial or not used):
         raise BookError(
             f"no executed run for profile '{profile}' of: {', '.join(missing)}; "
             f"run `repro run all --profile {profile}` first"
         )
+    absent = {"notebooks/" + Path(_params.spec(n).notebook).stem for n in missing}
+    drop_chapters(dest / "_toc.yml", absent)
+    for page in (dest / "book").glob("*.md"):  # links to left-out chapters become plain text
+        text = page.read_text(encoding="utf-8")
+        for entry in absent:
+            text = text.replace(f"{{doc}}`../{entry}`", f"`{Path(entry).name}` (not in this book)")
+        page.write_text(text, encoding="utf-8")
     generated = dest / "book" / "_generated"
+    (generated / "absent.md").write_text(_absent_markdown(profile, missing), encoding="utf-8")
     (generated / "ledger.md").write_text(ledger.markdown(ledger.collect(used)), encoding="utf-8")
     (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
     return [run for run, _ in used.values()]
@@ -147,12 +188,13 @@ def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
     return out
 
 
-def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False) -> Path:
+def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | None = None, quiet: bool = False,
+          partial: bool = False) -> Path:
     """Stage and build the HTML book; returns the path of its ``index.html``."""
     root = results.project_root()
     out = Path(out) if out else (root or Path.cwd()) / "_build" / profile
     src = out / "src"
-    stage(profile, src, results_dir)
+    stage(profile, src, results_dir, partial)
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(src), "--path-output", str(out),
            "--builder", "html", "--warningiserror", "--keep-going"]
     if quiet:

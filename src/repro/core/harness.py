@@ -80,8 +80,23 @@ def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple
     return spec.resolve(profile, overrides), profile
 
 
+def finished(run_dir) -> bool:
+    """Whether ``run_dir`` holds a complete run (its notebook is then rendered from it, not re-run)."""
+    path = results.from_project(run_dir) / "provenance.json" if run_dir is not None else None
+    return path is not None and path.is_file() and results.read_provenance(path.parent).get("status") == "complete"
+
+
 def run(exp: Experiment, profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
-    """Run ``exp`` end to end (see the module docstring); returns its :class:`Result`."""
+    """Run ``exp`` end to end (see the module docstring); returns its :class:`Result`.
+
+    A ``run_dir`` that already holds a complete run of ``exp`` is read back instead (``repro render``:
+    a notebook rendered from a run made elsewhere, e.g. on a GPU machine without Jupyter)."""
+    if finished(run_dir):
+        result = load_result(results.from_project(run_dir))
+        if result.provenance["experiment"] != exp.name:
+            raise _params.ParameterError(f"run_dir {run_dir} holds a {result.provenance['experiment']} run, "
+                                         f"not {exp.name}")
+        return result
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p, run_dir)

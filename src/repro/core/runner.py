@@ -173,21 +173,11 @@ def relative_paths(notebook: Path) -> None:
     results.atomic_write_text(notebook, nbformat.writes(nb) + "\n")
 
 
-def execute(experiment: str, profile: str | None = None, overrides: dict | None = None,
-            root: Path | None = None, log_output: bool = True) -> Path:
-    """Run one experiment's notebook; returns the finished run directory.
-
-    Parameters are validated here first, so a bad value fails in one line before a
-    kernel starts. The notebook receives ``profile``, ``overrides`` and ``run_dir``.
-    """
+def _papermill(experiment: str, profile: str, overrides: dict, run_dir: Path, log_output: bool) -> None:
+    """Execute the experiment's notebook into ``run_dir/notebook.ipynb`` (papermill, interruptible)."""
     import papermill as pm
 
-    spec = _params.spec(experiment)
-    profile = profile or spec.default_profile
-    overrides = dict(overrides or {})
-    spec.resolve(profile, overrides)
-    notebook = notebooks_dir() / spec.notebook
-    run_dir = results.create_run_dir(experiment, profile, root)
+    notebook = notebooks_dir() / _params.spec(experiment).notebook
     os.environ["REPRO_COMMAND"] = " ".join(sys.argv)  # provenance: what started the run, not the kernel
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the kernel inherits it: no C++ info lines in the book
     if log_output:
@@ -204,18 +194,46 @@ def execute(experiment: str, profile: str | None = None, overrides: dict | None 
             log_output=log_output,
             progress_bar=False,
         ))
+    except pm.PapermillExecutionError as exc:
+        raise RunFailed(
+            f"{experiment} ({profile}) failed: {exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''} "
+            f"(executed notebook: {run_dir / 'notebook.ipynb'})"
+        ) from None
+    relative_paths(run_dir / "notebook.ipynb")
+
+
+def execute(experiment: str, profile: str | None = None, overrides: dict | None = None,
+            root: Path | None = None, log_output: bool = True) -> Path:
+    """Run one experiment's notebook; returns the finished run directory.
+
+    Parameters are validated here first, so a bad value fails in one line before a
+    kernel starts. The notebook receives ``profile``, ``overrides`` and ``run_dir``.
+    """
+    spec = _params.spec(experiment)
+    profile = profile or spec.default_profile
+    overrides = dict(overrides or {})
+    spec.resolve(profile, overrides)
+    run_dir = results.create_run_dir(experiment, profile, root)
+    try:
+        _papermill(experiment, profile, overrides, run_dir, log_output)
     except BaseException as exc:
         failed = results.mark_failed(run_dir)
-        if isinstance(exc, pm.PapermillExecutionError):
-            raise RunFailed(
-                f"{experiment} ({profile}) failed: {exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''} "
-                f"(executed notebook: {failed / 'notebook.ipynb'})"
-            ) from None
+        if isinstance(exc, RunFailed):
+            raise RunFailed(str(exc).replace(str(run_dir), str(failed))) from None
         raise
-    relative_paths(run_dir / "notebook.ipynb")
     record = results.read_provenance(run_dir) if (run_dir / "provenance.json").exists() else {}
     if record.get("status") != "complete":
         results.mark_failed(run_dir)
         raise RunFailed(f"{experiment} ({profile}): the notebook finished but did not complete its run record")
     return results.finalize_run_dir(run_dir)
 
+
+def render(run_dir: Path, log_output: bool = True) -> Path:
+    """Execute a finished run's notebook against its stored results (nothing is trained): for runs
+    made without Jupyter (``repro measure``, e.g. on a GPU machine); writes ``run_dir/notebook.ipynb``."""
+    run_dir = Path(run_dir).resolve()
+    record = results.read_provenance(run_dir) if (run_dir / "provenance.json").is_file() else {}
+    if record.get("status") != "complete":
+        raise RunFailed(f"{run_dir} is not a complete run (provenance.json status)")
+    _papermill(record["experiment"], record["profile"], {}, run_dir, log_output)
+    return run_dir

@@ -38,6 +38,9 @@ def plot_sensitivity(result: Result):
     import seaborn as sns
 
     plots.style()
+    if "tuning" not in result.tables:  # a profile without the tuning grid (tuned: false)
+        print("no tuning grid in this run (tuned: false)")
+        return None
     tuning = _labelled(result["tuning"])
     ax = sns.lineplot(data=tuning, x="learning_rate", y="val_accuracy", hue="optimizer", marker="o")
     ax.set_xscale("log")

@@ -1,0 +1,58 @@
+"""Runs made without Jupyter are rendered later from their files; a book may leave chapters out."""
+
+import pandas as pd
+import pytest
+import yaml
+
+from repro.book import build
+from repro.core import claims, harness, params
+
+
+class Counting:
+    """A stand-in experiment named like mnist_cnn (its claims.yaml) that counts its trainings."""
+
+    name = "mnist_cnn"
+
+    def __init__(self):
+        self.trained = 0
+
+    def prepare(self, p):
+        return None
+
+    def measure(self, run, p, inputs):
+        self.trained += 1
+        run.add_dataset({"name": "mnist_subset", "n_train": 4000, "n_test": 1000, "source": "test"})
+        return harness.Output({"history": pd.DataFrame({"epoch": [1], "test_accuracy": [0.9]})},
+                              {"final_test_accuracy": 0.9})
+
+    def judge(self, result):
+        acc = float(result.tables["history"]["test_accuracy"].iloc[-1])
+        return {"accuracy_12ep": claims.Measured(f"{acc:.2%}", value=acc, gate="not comparable (a test)")}
+
+
+def test_a_finished_run_is_read_back_not_trained_again(results_root):
+    exp = Counting()
+    first = harness.run(exp, "smoke")
+    again = harness.run(exp, "smoke", run_dir=first.run_dir)
+    assert exp.trained == 1  # rendering the notebook of a stored run never retrains
+    assert again.summary == first.summary and list(again["ledger"]["verdict"]) == list(first["ledger"]["verdict"])
+    assert again.provenance["experiment"] == "mnist_cnn"
+    other = Counting()
+    other.name = "optimizers"
+    with pytest.raises(params.ParameterError, match="holds a mnist_cnn run, not optimizers"):
+        harness.run(other, "smoke", run_dir=first.run_dir)
+
+
+def test_left_out_chapters_leave_the_table_of_contents(tmp_path):
+    toc = {"format": "jb-book", "root": "book/intro",
+           "parts": [{"caption": "Experiments", "chapters": [{"file": "notebooks/01_mnist_cnn"},
+                                                             {"file": "notebooks/04_speedup"}]},
+                     {"caption": "Reference", "chapters": [{"file": "book/reproduce"}]}]}
+    path = tmp_path / "_toc.yml"
+    path.write_text(yaml.safe_dump(toc, sort_keys=False))
+    build.drop_chapters(path, {"notebooks/04_speedup"})
+    files = [c["file"] for part in yaml.safe_load(path.read_text())["parts"] for c in part["chapters"]]
+    assert files == ["notebooks/01_mnist_cnn", "book/reproduce"]
+    build.drop_chapters(path, {"notebooks/01_mnist_cnn"})
+    parts = yaml.safe_load(path.read_text())["parts"]
+    assert [p["caption"] for p in parts] == ["Reference"]  # an emptied part goes too
