@@ -26,7 +26,7 @@ PROFILE=gpu-h100
 STEP_LIMIT_S=${STEP_LIMIT_S:-540}            # under the device tool's 10 minutes, with room to pack
 # what the GPU machine's image lacks (its own numpy, pandas, scipy, matplotlib, seaborn, psutil, pyyaml,
 # jax stay); versions pinned to what this checkout is tested with
-WHEELS="keras==3.15.1 namex optree mlxtend==0.23.4"
+WHEELS="keras==3.15.1 namex==0.1.0 optree==0.20.0 mlxtend==0.25.0"
 
 experiment_of() {
   case "$1" in
@@ -37,7 +37,8 @@ experiment_of() {
 
 prepare() {
   mkdir -p "$CARRY/wheels" "$CARRY/datasets/fashion-mnist" "$CARRY/state"
-  grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+  exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || true)  # .carry travels but is never committed
+  if [ -n "$exclude" ]; then mkdir -p "$(dirname "$exclude")"; grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"; fi
   # shellcheck disable=SC2086
   "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
