@@ -29,3 +29,27 @@ def training_curves(history: pd.DataFrame, title: str = "", hue: str | None = No
     if title:
         grid.figure.suptitle(title, y=1.03)
     return grid
+
+
+def stamp(obj, record: dict | None):
+    """Put the run's backend, its version and device (:func:`repro.core.provenance.backend_label`) on a
+    figure's title: appended to the suptitle (a figure or seaborn grid) or to the axes' title (an
+    Axes); returns ``obj``. Older runs without a ``device`` record get their backend (TensorFlow)
+    or nothing; never raises."""
+    from repro.core.provenance import backend_label
+
+    label = backend_label(record)
+    if not label:
+        return obj
+    text = f"Keras on {label}"
+    if hasattr(obj, "set_title") and hasattr(obj, "get_title"):  # one Axes
+        title = obj.get_title()
+        obj.set_title(f"{title}\n{text}" if title else text)
+        return obj
+    fig = getattr(obj, "figure", obj)
+    current = getattr(fig, "_suptitle", None)
+    if current is not None and current.get_text():
+        current.set_text(f"{current.get_text()}\n{text}")
+    else:
+        fig.suptitle(text, y=1.03)
+    return obj

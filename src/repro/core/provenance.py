@@ -60,12 +60,24 @@ def cpu_model() -> str:
 
 def gpus() -> list[dict]:
     """The NVIDIA GPUs this process may use (``nvidia-smi``; whatever the Keras backend), else those
-    TensorFlow sees if it is already loaded; ``[]`` on a machine without either."""
+    the backend already loaded here sees (TensorFlow or JAX; neither is imported for this);
+    ``[]`` on a machine without either."""
     listed = _nvidia_smi_gpus()
     if listed is not None:
         return listed
-    if "tensorflow" not in sys.modules:
-        return []
+    if "tensorflow" in sys.modules:
+        return _tensorflow_gpus()
+    if "jax" in sys.modules:
+        import jax
+
+        try:
+            return [{"name": f"GPU:{d.id}", "model": getattr(d, "device_kind", None)} for d in jax.devices("gpu")]
+        except RuntimeError:  # no GPU backend
+            return []
+    return []
+
+
+def _tensorflow_gpus() -> list[dict]:
     import tensorflow as tf
 
     out = []
@@ -98,6 +110,11 @@ def _nvidia_smi_gpus() -> list[dict] | None:
             for r in rows if keep is None or r[0] in keep]
 
 
+def nvidia_smi_gpus() -> list[dict] | None:
+    """``nvidia-smi``'s GPUs (see :func:`_nvidia_smi_gpus`), or None where the tool is missing or fails."""
+    return _nvidia_smi_gpus()
+
+
 def hardware() -> dict:
     try:
         affinity = sorted(os.sched_getaffinity(0))
@@ -127,6 +144,27 @@ def keras_backend() -> str:
         return json.loads(config.read_text()).get("backend", "tensorflow")
     except (OSError, ValueError):
         return "tensorflow"
+
+
+BACKEND_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+
+
+def backend_label(record: dict | None) -> str:
+    """"JAX 0.4.38, CPU": the Keras backend, its version and the device of a run, from its provenance
+    record (``record["device"]``). Older runs have no ``device`` entry: their backend (the record's
+    ``keras_backend``, else TensorFlow, the only one then) and its version from ``packages``; ``""``
+    for anything unreadable. Never raises."""
+    try:
+        record = record or {}
+        dev = record.get("device") if isinstance(record.get("device"), dict) else {}
+        name = dev.get("backend") or record.get("keras_backend") or "tensorflow"
+        packages = record.get("packages") or {}
+        version = dev.get("backend_version") or packages.get(name) or (
+            packages.get("tensorflow-cpu") if name == "tensorflow" else None)
+        label = BACKEND_NAMES.get(name, str(name)) + (f" {version}" if version and version != "unknown" else "")
+        return label + (f", {dev['device']}" if dev.get("device") else "")
+    except Exception:  # noqa: BLE001 - a caption must never break a figure
+        return ""
 
 
 def collect(experiment: str, profile: str, params: dict) -> dict:

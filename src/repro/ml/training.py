@@ -31,14 +31,55 @@ from repro.ml.data import Dataset
 HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "train_time_s"]
 
 
-def configure_threads(cores: int | None) -> None:
-    """Pin TensorFlow's thread pools (call before TensorFlow runs any op)."""
-    if not cores:
-        return
-    import tensorflow as tf
+THREAD_ENV = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MKL_NUM_THREADS",
+              "OPENBLAS_NUM_THREADS")
+XLA_SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
-    tf.config.threading.set_intra_op_parallelism_threads(cores)
-    tf.config.threading.set_inter_op_parallelism_threads(cores)
+
+def thread_env(cores: int, environ: dict | None = None) -> dict:
+    """Environment limiting a process that will run Keras to ``cores`` threads, whatever the backend.
+
+    Set it before the backend is imported. TensorFlow reads its ``TF_NUM_*`` variables (and
+    :func:`configure_threads` sets its pools too); BLAS/OpenMP read theirs. JAX 0.4.38 has no
+    thread-count flag: XLA sizes its CPU thread pools from the process's CPU affinity (pin with
+    ``sched_setaffinity``), and with one core ``--xla_cpu_multi_thread_eigen=false`` (appended to
+    ``XLA_FLAGS``) also turns off Eigen's intra-op threading. (``intra_op_parallelism_threads=N``,
+    often quoted, is not an XLA flag: XLA ignores it.)
+    """
+    from repro.core.provenance import keras_backend
+
+    env = {name: str(cores) for name in THREAD_ENV}
+    flags = (environ if environ is not None else os.environ).get("XLA_FLAGS", "")
+    if keras_backend() == "jax" and cores == 1 and XLA_SINGLE_THREAD not in flags:
+        env["XLA_FLAGS"] = f"{flags} {XLA_SINGLE_THREAD}".strip()
+    return env
+
+
+def configure_threads(cores: int | None) -> dict:
+    """Limit the backend's thread pools to ``cores`` (call before the backend runs any op); returns
+    what was set, for provenance. TensorFlow: its intra-/inter-op pools. JAX: nothing can be set
+    once it is imported; the record says what :func:`thread_env` put in ``XLA_FLAGS`` and the
+    affinity XLA sizes its pools from. PyTorch: ``torch.set_num_threads``."""
+    name = backend()
+    out = {"backend": name, "cores": cores or None}
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        if cores:
+            tf.config.threading.set_intra_op_parallelism_threads(cores)
+            tf.config.threading.set_inter_op_parallelism_threads(cores)
+        out.update(intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
+                   inter_op_threads=tf.config.threading.get_inter_op_parallelism_threads())
+    elif name == "jax":
+        out.update(xla_flags=os.environ.get("XLA_FLAGS", ""),
+                   limit="XLA thread pools sized from the CPU affinity" + (f" ({cores} cores)" if cores else ""))
+    elif name == "torch":
+        import torch
+
+        if cores:
+            torch.set_num_threads(cores)
+        out.update(intra_op_threads=torch.get_num_threads())
+    return out
 
 
 def backend() -> str:
@@ -48,7 +89,9 @@ def backend() -> str:
     return keras.backend.backend()
 
 
-def _gpus(name: str) -> int:
+def gpu_count(name: str | None = None) -> int:
+    """GPUs the backend ``name`` (default: Keras's) sees, from the backend's own device list."""
+    name = name or backend()
     if name == "tensorflow":
         import tensorflow as tf
 
@@ -64,15 +107,70 @@ def _gpus(name: str) -> int:
     return 0
 
 
-def device_summary() -> dict:
-    """Which backend and device Keras trains on here (recorded in provenance)."""
+_gpus = gpu_count
+
+
+def gpu_peak_memory_mb(g: int) -> list[float]:
+    """Peak memory (MB) of each of the first ``g`` GPUs, as the backend reports it (NaN where it cannot)."""
+    name, out = backend(), []
+    for i in range(g):
+        try:
+            if name == "tensorflow":
+                import tensorflow as tf
+
+                peak = tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"]
+            elif name == "jax":
+                import jax
+
+                peak = (jax.devices("gpu")[i].memory_stats() or {})["peak_bytes_in_use"]
+            else:
+                import torch
+
+                peak = torch.cuda.max_memory_allocated(i)
+            out.append(peak / 2**20)
+        except (ValueError, RuntimeError, KeyError, IndexError):
+            out.append(float("nan"))
+    return out
+
+
+def gpu_distribution(g: int):
+    """Context for building and training on ``g`` GPUs: TensorFlow's MirroredStrategy, Keras's
+    DataParallel distribution under JAX, nothing for ``g == 0`` (or one GPU under PyTorch)."""
+    from contextlib import nullcontext
+
+    if g <= 0:
+        return nullcontext()
+    name = backend()
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        return tf.distribute.MirroredStrategy(devices=[f"/gpu:{i}" for i in range(g)]).scope()
+    if name == "jax":
+        import keras
+
+        return keras.distribution.DataParallel(devices=keras.distribution.list_devices("gpu")[:g]).scope()
+    if g == 1:
+        return nullcontext()
+    raise NotImplementedError(f"training on {g} GPUs is not supported on the {name} backend here")
+
+
+def backend_info(name: str | None = None) -> dict:
+    """The backend's name and version, read without importing Keras or the backend."""
     from importlib import metadata
 
-    name = backend()
+    from repro.core.provenance import keras_backend
+
+    name = name or keras_backend()
     dist = {"tensorflow": ("tensorflow", "tensorflow-cpu"), "jax": ("jax",), "torch": ("torch",)}.get(name, (name,))
     version = next((v for d in dist if (v := _version(metadata, d))), "unknown")
-    gpus = _gpus(name)
-    return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, "backend": name, "backend_version": version}
+    return {"backend": name, "backend_version": version}
+
+
+def device_summary() -> dict:
+    """Which backend and device Keras trains on here (recorded in provenance)."""
+    name = backend()
+    gpus = gpu_count(name)
+    return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, **backend_info(name)}
 
 
 def _version(metadata, dist: str) -> str | None:

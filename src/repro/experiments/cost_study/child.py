@@ -1,6 +1,8 @@
 """The work of one child process of the sweep (runs inside a process pinned to k cores).
 
-TensorFlow is imported here only, inside the functions: the parent never starts it. The sweep
+Keras and its backend (``KERAS_BACKEND``: TensorFlow, JAX, ...) are imported here only, inside the
+functions: the parent never starts them. Everything backend-specific goes through
+:mod:`repro.ml.training` (thread limits, GPU count, multi-GPU distribution, GPU peak memory). The sweep
 (:func:`repro.experiments.cost_study.sweep.run_child`) calls these by their entry strings
 :data:`TRAIN_ENTRY` and :data:`COUNT_GPUS_ENTRY`.
 """
@@ -25,47 +27,31 @@ def build_network(network: str, input_shape, num_classes: int, learning_rate: fl
     return optim.compile_classifier(build(input_shape, num_classes), "adam", learning_rate)
 
 
-def _gpu_peaks_mb(tf, g: int) -> list[float]:
-    out = []
-    for i in range(g):
-        try:
-            out.append(tf.config.experimental.get_memory_info(f"GPU:{i}")["peak"] / 2**20)
-        except (ValueError, RuntimeError):
-            out.append(float("nan"))
-    return out
-
-
 def train_task(task: dict) -> dict:
-    """Child entry point: start TensorFlow pinned to the task's cores, then time every phase."""
+    """Child entry point: start Keras on its backend pinned to the task's cores, then time every phase."""
     t0 = time.perf_counter()
     affinity = sorted(os.sched_getaffinity(0))
-    import tensorflow as tf
-
-    training.configure_threads(len(task["cores"]))
     import keras
 
-    gpus_visible = tf.config.list_physical_devices("GPU")
+    threads = training.configure_threads(len(task["cores"]))
+    device = training.device_summary()  # the backend's own device list (starts the backend)
     t_framework = time.perf_counter() - t0
 
     t1 = time.perf_counter()
     ds = _data.load(task["dataset"], task["n_train"] or None, task["n_test"] or None, seed=task["seed"])
     t_data = time.perf_counter() - t1
 
-    t2 = time.perf_counter()
-    keras.utils.set_random_seed(task["seed"])
     g = int(task["gpus"])
-    if g > 0:
-        strategy = tf.distribute.MirroredStrategy(devices=[f"/gpu:{i}" for i in range(g)])
-        with strategy.scope():
-            model = build_network(task["network"], ds.input_shape, ds.num_classes, task["learning_rate"])
-    else:
+    with training.gpu_distribution(g):  # MirroredStrategy (TensorFlow) or DataParallel (JAX) on g GPUs
+        t2 = time.perf_counter()
+        keras.utils.set_random_seed(task["seed"])
         model = build_network(task["network"], ds.input_shape, ds.num_classes, task["learning_rate"])
-    t_build = time.perf_counter() - t2
+        t_build = time.perf_counter() - t2
 
-    t3 = time.perf_counter()
-    history = training.fit(model, ds, epochs=task["epochs"], batch_size=task["batch_size"], seed=task["seed"],
-                           verbose=0, evaluate=True)
-    t_fit = time.perf_counter() - t3
+        t3 = time.perf_counter()
+        history = training.fit(model, ds, epochs=task["epochs"], batch_size=task["batch_size"], seed=task["seed"],
+                               verbose=0, evaluate=True)
+        t_fit = time.perf_counter() - t3
     t_verify = float(history["eval_time_s"].sum())
 
     t4 = time.perf_counter()
@@ -76,12 +62,15 @@ def train_task(task: dict) -> dict:
     saved_bytes = sum(p.stat().st_size for p in out_dir.iterdir())
     t_save = time.perf_counter() - t4
 
-    gpu_peak = _gpu_peaks_mb(tf, g)
+    gpu_peak = training.gpu_peak_memory_mb(g)
     return {
         "affinity_inside": affinity,
-        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-        "gpus_visible_inside": len(gpus_visible),
+        "backend": device["backend"], "backend_version": device["backend_version"],
+        "intra_op_threads": threads.get("intra_op_threads", float("nan")),
+        "inter_op_threads": threads.get("inter_op_threads", float("nan")),
+        "xla_flags": threads.get("xla_flags", ""),
+        "threads_inside": len(os.listdir("/proc/self/task")),
+        "gpus_visible_inside": device["gpus_visible"],
         "t_framework_s": t_framework, "t_data_load_s": t_data, "t_build_s": t_build,
         "t_learn_s": t_fit - t_verify, "t_verify_s": t_verify, "t_save_data_s": t_save,
         "t_epochs_train_s": float(history["epoch_time_s"].sum()),
@@ -96,7 +85,5 @@ def train_task(task: dict) -> dict:
 
 
 def count_gpus_task(task: dict) -> dict:
-    """Child entry point: how many GPUs TensorFlow sees (keeps TensorFlow out of the parent)."""
-    import tensorflow as tf
-
-    return {"gpus": len(tf.config.list_physical_devices("GPU"))}
+    """Child entry point: the backend and how many GPUs it sees (keeps the backend out of the parent)."""
+    return training.device_summary()

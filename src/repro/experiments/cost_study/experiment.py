@@ -2,8 +2,8 @@
 
 ``run(profile, overrides, run_dir)`` trains the paper's MNIST and CIFAR-10 networks once per
 configuration (network, k CPU cores or g GPUs, repetition), each in its own process pinned
-to k cores before TensorFlow starts (:mod:`repro.experiments.cost_study.sweep`, the child's work in
-:mod:`~repro.experiments.cost_study.child`), samples the process's resources every second, and prices
+to k cores before Keras's backend (TensorFlow, JAX: ``KERAS_BACKEND``) starts
+(:mod:`repro.experiments.cost_study.sweep`, the child's work in :mod:`~repro.experiments.cost_study.child`), samples the process's resources every second, and prices
 every configuration with the billing model of :mod:`repro.experiments.cost_study.cost`
 (analysis: :mod:`~repro.experiments.cost_study.analysis`; claims: ``claims.yaml`` and
 :mod:`~repro.experiments.cost_study.verdicts`; figures: :mod:`~repro.experiments.cost_study.figures`).
@@ -65,6 +65,7 @@ from repro.experiments.cost_study.planning import (
     plan,
 )
 from repro.ml import data as _data
+from repro.ml import training
 
 NAME = verdicts.NAME
 NETWORKS = ("mnist_cnn", "cifar10_cnn")
@@ -116,6 +117,15 @@ def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.
     return pd.DataFrame(rows), pd.DataFrame(epochs)
 
 
+def device_record(cores: list[int], gpu: dict) -> dict:
+    """The backend (name, version; read without starting it here: the children do), the devices swept,
+    and the thread limits each child gets (environment set before its backend starts)."""
+    n = int(gpu.get("gpus", 0))
+    return {**training.backend_info(), "device": f"CPU and {n} GPU(s)" if n else "CPU", "gpus_visible": n,
+            "thread_limits": {"pinning": "sched_setaffinity to the first k cores, before the backend starts",
+                              "environment": {str(k): training.thread_env(k) for k in cores}}}
+
+
 class CostStudy:
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
@@ -143,10 +153,12 @@ class CostStudy:
         for info in inputs["datasets"]:
             run.add_dataset(info)
         run.note("gpu", gpu)
+        run.note("device", device_record(inputs["cores"], gpu))
         run.note("docker", docker)
         run.note("cores_swept", inputs["cores"])
         run.note("price_table", {"path": prices.path, "currency": prices.currency})
         runs, epochs = sweep_children(run, p, inputs["children"], gpu["gpus"])
+        run.note("device", {**run.record["device"], "children_backends": sorted(set(runs["backend"].dropna()))})
         tables, fits = analysis.analyse(runs, epochs, p, prices)
         run.write_json("amdahl", analysis.nan_to_none(fits))
         summary = analysis.make_summary(runs, tables["scaling"], p, gpu, docker, prices)

@@ -35,7 +35,7 @@ def plot_time_vs_cores(result: Result):
     grid = sns.catplot(data=long, x="cores", y="seconds", hue="time", col="network", kind="point", errorbar="sd",
                        capsize=0.1, sharey=False, height=3.4, aspect=1.2)
     grid.figure.suptitle("Run time vs CPU cores (mean ± sd over repetitions)", y=1.04)
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_scaling(result: Result):
@@ -65,7 +65,7 @@ def plot_scaling(result: Result):
         ax.set(title=net, xlabel="cores", ylabel="speedup over 1 core")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return plots.stamp(fig, result.provenance)
 
 
 def plot_resources(result: Result, rep: int = 1):
@@ -82,7 +82,7 @@ def plot_resources(result: Result, rep: int = 1):
     grid = sns.relplot(data=long, x="t_s", y="value", hue="label", row="metric", kind="line", height=2.2, aspect=3.2,
                        facet_kws={"sharey": False})
     grid.set_axis_labels("seconds since the child started", "")
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_time_vs_cost(result: Result):
@@ -96,7 +96,7 @@ def plot_time_vs_cost(result: Result):
     grid = sns.relplot(data=c, x="t_sum_min", y="cost_mean", hue="provider", style="kind", col="network",
                        kind="scatter", s=60, height=3.6, aspect=1.2, facet_kws={"sharex": False, "sharey": False})
     grid.set_axis_labels("t_sum of formula (1), minutes", f"billed cost ({result.summary['currency']})")
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_cost_vs_step(result: Result):
@@ -110,4 +110,4 @@ def plot_cost_vs_step(result: Result):
                        markers=True, height=3.4, aspect=1.2, facet_kws={"sharey": False})
     grid.set(yscale="log")
     grid.set_axis_labels("cores", f"billed cost ({result.summary['currency']}, log scale)")
-    return grid
+    return plots.stamp(grid, result.provenance)

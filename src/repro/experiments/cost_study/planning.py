@@ -27,17 +27,25 @@ def core_counts(requested: list[int], available: int) -> list[int]:
 
 
 def gpu_status(timeout: float = 300.0) -> dict:
-    """GPUs visible here, without starting TensorFlow in this process."""
+    """GPUs visible here, without starting Keras's backend in this process: ``nvidia-smi`` (or a GPU
+    device node) says whether to look, then a child process counts the GPUs with the backend's own
+    device list (TensorFlow, JAX or PyTorch, whichever ``KERAS_BACKEND`` names)."""
+    from repro.core.provenance import keras_backend, nvidia_smi_gpus
+
+    name = keras_backend()
     devices = [d for d in ("/dev/nvidia0", "/dev/dxg", "/dev/kfd") if os.path.exists(d)]
-    if not devices and not shutil.which("nvidia-smi") and os.environ.get("CUDA_VISIBLE_DEVICES") is None:
-        return {"gpus": 0, "reason": "no GPU: no NVIDIA/ROCm device node and no nvidia-smi"}
+    listed = nvidia_smi_gpus() if shutil.which("nvidia-smi") else None
+    if not devices and not listed and os.environ.get("CUDA_VISIBLE_DEVICES") is None:
+        return {"gpus": 0, "backend": name, "reason": "no GPU: no NVIDIA/ROCm device node and nvidia-smi lists none"}
     try:
         res = sweep.run_child({"kind": "call", "entry": COUNT_GPUS_ENTRY, "label": "gpu-probe"},
                               sweep.available_cores(), timeout=timeout, sample_interval=None)
     except sweep.ChildFailed as exc:
-        return {"gpus": 0, "reason": f"no usable GPU: the probe failed: {exc}"}
-    n = int(res["gpus"])
-    return {"gpus": n, "reason": f"{n} GPU(s) visible to TensorFlow" if n else "no GPU: TensorFlow sees none"}
+        return {"gpus": 0, "backend": name, "reason": f"no usable GPU: the probe failed: {exc}"}
+    n, name = int(res["gpus_visible"]), res.get("backend", name)
+    smi = f" (nvidia-smi lists {len(listed)})" if listed is not None else ""
+    return {"gpus": n, "backend": name,
+            "reason": f"{n} GPU(s) visible to {name}{smi}" if n else f"no GPU: {name} sees none{smi}"}
 
 
 def docker_status() -> dict:

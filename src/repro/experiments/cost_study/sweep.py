@@ -1,10 +1,11 @@
 """One training configuration per process, pinned to k cores, sampled, always reaped.
 
 :func:`run_child` starts ``python -m repro.experiments.cost_study.sweep <task.json> <result.json>`` in a new
-process group. The child's first statements (before anything imports TensorFlow) set its
-CPU affinity to the requested cores and the thread-count environment variables; a
-training task then starts TensorFlow, pins its thread pools with
-:func:`repro.ml.training.configure_threads`, and records the cores it really has
+process group. The child's first statements (before any Keras backend is imported) set its
+CPU affinity to the requested cores and the thread-count environment variables of
+:func:`repro.ml.training.thread_env` (``XLA_FLAGS`` too under JAX); a training task then
+starts Keras on its backend (``KERAS_BACKEND``: TensorFlow, JAX, ...), limits its thread pools
+with :func:`repro.ml.training.configure_threads`, and records the cores it really has
 (``os.sched_getaffinity(0)`` seen from inside) and the time of every phase of formula (1).
 
 While the child runs, a :class:`ResourceSampler` thread in the parent records, every
@@ -16,8 +17,8 @@ The child is always reaped: on success, on failure, on a timeout and on
 ``KeyboardInterrupt`` the whole process group is terminated, then killed, then waited for.
 
 Task kinds: ``call`` (``entry: 'module:function'`` called with the task, e.g. training a
-network, which imports TensorFlow) and ``probe`` (no
-TensorFlow: reports its affinity, optionally spins, sleeps or fails; used by the tests to
+network, which imports Keras and its backend) and ``probe`` (no
+Keras: reports its affinity, optionally spins, sleeps or fails; used by the tests to
 check pinning and reaping quickly).
 """
 
@@ -36,7 +37,14 @@ from pathlib import Path
 
 from repro.core import atomic
 
-THREAD_ENV = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+def _thread_env(cores: int, environ: dict | None = None) -> dict:
+    """The thread-limiting variables of :func:`repro.ml.training.thread_env` (imported here, lazily,
+    so that the child's first statements stay the affinity and these variables)."""
+    from repro.ml.training import thread_env
+
+    return thread_env(cores, environ)
+
 
 SAMPLE_COLUMNS = [
     "t_s", "child_cpu_percent", "child_rss_mb", "child_threads", "child_cpus_seen",
@@ -257,8 +265,7 @@ def run_child(task: dict, cores: list[int], *, timeout: float = 3600.0, sample_i
     task = {**task, "cores": list(cores), "workdir": str(workdir)}
     task_path.write_text(json.dumps(task))
     child_env = {**os.environ, **(env or {})}
-    for name in THREAD_ENV:
-        child_env[name] = str(len(cores))
+    child_env.update(_thread_env(len(cores), child_env))  # before the child starts: XLA_FLAGS for JAX too
     child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     log_fh = open(log_path, "wb") if log_path else subprocess.DEVNULL
     sampler = proc = result = None
@@ -316,7 +323,7 @@ def _cleanup(workdir: Path) -> None:
 # the child (runs as `python -m repro.experiments.cost_study.sweep task.json result.json`)
 
 def _probe(task: dict) -> dict:
-    """No TensorFlow: report affinity, spin a while on every allowed core, sleep, or fail."""
+    """No Keras: report affinity, spin a while on every allowed core, sleep, or fail."""
     out = {"affinity_inside": sorted(os.sched_getaffinity(0)), "pid": os.getpid(), "peak_rss_mb": peak_rss_mb()}
     spin = float(task.get("spin_s", 0))
     if spin > 0:
@@ -348,9 +355,8 @@ def _child_main(task_path: str, result_path: str) -> int:
     entered_at = time.time()
     task = json.loads(Path(task_path).read_text())
     cores = task["cores"]
-    os.sched_setaffinity(0, cores)  # before anything starts threads (TensorFlow is not imported yet)
-    for name in THREAD_ENV:
-        os.environ[name] = str(len(cores))
+    os.sched_setaffinity(0, cores)  # before anything starts threads (no Keras backend is imported yet)
+    os.environ.update(_thread_env(len(cores)))  # already set by run_child; kept for direct calls
     if task["kind"] == "probe":
         out = _probe(task)
     elif task["kind"] == "call":  # "entry": "package.module:function", called with the task dict

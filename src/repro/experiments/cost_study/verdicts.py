@@ -12,6 +12,7 @@ import pandas as pd
 
 from repro.core import claims, paper
 from repro.core.claims import Measured
+from repro.core.provenance import BACKEND_NAMES
 
 NAME = "cost_study"
 PAPER = "cloudcost2017"
@@ -133,7 +134,10 @@ def docker_no_worse(summary: dict) -> Measured:
 def memory_over_weights(tables: dict, p: dict) -> Measured:
     """Peak RSS of CPU training over the size of the weights, per network."""
     memory = tables["memory"]
-    gate = "not comparable (other networks; process RSS includes TensorFlow itself)"
+    runs = tables.get("runs")
+    names = sorted(set(runs["backend"].dropna())) if runs is not None and "backend" in runs else []
+    framework = " and ".join(BACKEND_NAMES.get(n, n) for n in names) or "TensorFlow"  # older runs: TensorFlow only
+    gate = f"not comparable (other networks; process RSS includes {framework} itself)"
     cpu_mem = memory[memory["device"] == "cpu"] if len(memory) else memory
     if not len(cpu_mem):
         return Measured("-", gate=gate, basis="none")

@@ -18,7 +18,8 @@ def _labelled(df: pd.DataFrame) -> pd.DataFrame:
 def plot_curves(result: Result):
     """The paper's Figures 2-8: loss and accuracy per epoch, train and test, one row per optimizer."""
     hist = _labelled(result["history"].query("variant == 'shared'"))
-    return plots.training_curves(hist, title="Shared hyperparameters (the paper's protocol)", col="optimizer")
+    grid = plots.training_curves(hist, title="Shared hyperparameters (the paper's protocol)", col="optimizer")
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_overlay(result: Result):
@@ -30,7 +31,7 @@ def plot_overlay(result: Result):
     grid = sns.relplot(data=hist, x="epoch", y="test_accuracy", hue="optimizer", col="variant", kind="line",
                        errorbar="sd", height=3.5, aspect=1.2)
     grid.set_axis_labels("epoch", "test accuracy")
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_sensitivity(result: Result):
@@ -45,7 +46,7 @@ def plot_sensitivity(result: Result):
     ax = sns.lineplot(data=tuning, x="learning_rate", y="val_accuracy", hue="optimizer", marker="o")
     ax.set_xscale("log")
     ax.set(xlabel="learning rate", ylabel="validation accuracy", title="Learning-rate sensitivity")
-    return ax
+    return plots.stamp(ax, result.provenance)
 
 
 def summary_table(result: Result) -> pd.DataFrame:
