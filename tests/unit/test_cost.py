@@ -362,3 +362,18 @@ def test_gpu_is_compared_with_the_papers_12_cores_on_a_bigger_host():
     speed, ratio, cores = verdicts.gpu_vs_cpu(tables, "mnist_cnn", "google_cloud_2017")
     assert cores == 12 and speed == pytest.approx(3.0) and ratio == (pytest.approx(3.0), "google_cloud_2017")
     assert _verdicts(tables)["gpu_mnist_faster_dearer"].startswith("reproduced")
+
+
+def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
+    """On the H100 host (16 cores, 1 GPU) the GPU child is pinned to 8 cores and finds its instance."""
+    monkeypatch.setattr(planning.sweep, "available_cores", lambda: list(range(16)))
+    p = {"networks": ["mnist_cnn"], "gpu_sweep": True, "repetitions": 1}
+    children = planning.plan(p, [1, 2, 4, 8, 12, 16], n_gpus=1)
+    gpu = [c for c in children if c["device"] == "gpu"]
+    assert [(c["cores"], c["gpus"]) for c in gpu] == [(8, 1)]
+    assert [c["cores"] for c in children if c["device"] == "cpu"] == [1, 2, 4, 8, 12, 16]
+    prices = cost.load_prices()
+    inst = prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"])
+    assert inst is not None and inst["instance"] == "n1-standard-8 + 1 K80"
+    assert prices.cheapest("google_cloud_2017", 16, 1) is None  # the whole host would have had no price
+    assert planning.gpu_cores(2, 16) == 16 and planning.gpu_cores(1, 4) == 4

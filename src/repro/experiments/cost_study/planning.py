@@ -65,6 +65,15 @@ def docker_status() -> dict:
     return {"inside_docker": inside, "docker_client": bool(client), "docker_engine": engine, "reason": reason}
 
 
+CORES_PER_GPU = 8  # the CPU share of the packaged prices' 1-GPU instance (n1-standard-8 + 1 K80)
+
+
+def gpu_cores(g: int, available: int) -> int:
+    """Cores a run with ``g`` GPUs is pinned to: ``CORES_PER_GPU`` per GPU (at most what the host has),
+    so that it is priced as the cloud instance it would run on, not as the whole host."""
+    return min(available, CORES_PER_GPU * g)
+
+
 def plan(p: dict, cores: list[int], n_gpus: int) -> list[dict]:
     """Every child to run, repetition-major (rep 1 of everything, then rep 2, ...) to spread drift."""
     all_cores = sweep.available_cores()
@@ -74,7 +83,7 @@ def plan(p: dict, cores: list[int], n_gpus: int) -> list[dict]:
             configs.append({"network": net, "cores": k, "gpus": 0, "device": "cpu"})
         if p["gpu_sweep"] and n_gpus:
             for g in range(1, n_gpus + 1):  # 0 GPUs = the core sweep's all-core run
-                configs.append({"network": net, "cores": len(all_cores), "gpus": g, "device": "gpu"})
+                configs.append({"network": net, "cores": gpu_cores(g, len(all_cores)), "gpus": g, "device": "gpu"})
     out = []
     for rep in range(1, p["repetitions"] + 1):
         for c in configs:
