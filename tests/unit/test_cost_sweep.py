@@ -56,7 +56,8 @@ def test_sampler_writes_plausible_rows(tmp_path):
                           samples_path=path)
     df = pd.read_csv(path)
     assert list(df.columns) == sweep.SAMPLE_COLUMNS
-    assert 5 <= len(df) <= 15 and res["n_samples"] == len(df)  # 1 s of spinning at 0.1 s
+    # >= 1 s of spinning (longer on a loaded machine) sampled every 0.1 s: one row per interval, give or take
+    assert 5 <= len(df) <= df["t_s"].max() / 0.1 + 3 and res["n_samples"] == len(df)
     assert df["t_s"].is_monotonic_increasing
     assert df["child_cpu_percent"].between(0, 110).all()  # pinned to one core: at most ~100 %
     assert df["child_cpu_percent"].max() > 30  # it was spinning
