@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -61,7 +63,10 @@ def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
 def test_smoke_notebook_results(smoke_runs):
     run_dir = smoke_runs["distributed"]
     t = pd.read_csv(run_dir / "throughput.csv")
-    methods = {"ring", "ps_async", "ps_sync"} | ({"horovod"} if horovod_available() else set())
+    # Horovod rows where the run had Horovod (CI reuses its bare stage-1 run; Horovod's all-reduce is
+    # tested on its own above, where a missing Horovod fails under REPRO_REQUIRE_EXTRAS)
+    had = not str(json.loads((run_dir / "provenance.json").read_text()).get("horovod", "")).startswith("Horovod not")
+    methods = {"ring", "ps_async", "ps_sync"} | ({"horovod"} if had else set())
     assert set(t["method"]) == methods and set(t["workers"]) == {1, 2}
     assert len(t) == 2 * len(methods) and (t["model"] == "tiny").all()
     # exact step counts: every worker did `steps` timed steps (ring, sync PS: one per worker per step)

@@ -122,7 +122,7 @@ run = harness.entry(EXPERIMENT)
 
 
 def plot_curves(result: Result):
-    return plots.training_curves(result["history"], title="MNIST CNN (cloudcost2017)")
+    return plots.stamp(plots.training_curves(result["history"], title="MNIST CNN (cloudcost2017)"), result.provenance)
 
 
 def glue_numbers(result: Result) -> None:
