@@ -21,12 +21,13 @@ EXIT_USAGE = 2
 
 
 def _cmd_list(args) -> int:
+    width = max(len(p) for s in _params.experiments().values() for p in s.profiles) + 1
     for spec in _params.experiments().values():
         print(f"{spec.name}  [{spec.paper}]  {spec.title}")
         print(f"    notebook: notebooks/{spec.notebook}")
         for prof in spec.profiles.values():
             default = " (default)" if prof.name == spec.default_profile else ""
-            print(f"    --profile {prof.name:<6}{default:<10} {prof.cost}: {prof.description}")
+            print(f"    --profile {prof.name:<{width}}{default:<10} {prof.cost}: {prof.description}")
         print()
     return 0
 
