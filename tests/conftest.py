@@ -15,21 +15,13 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def _gpu_visible() -> bool:
-    import shutil
-    import subprocess
-
-    if not shutil.which("nvidia-smi"):
-        return False
-    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    return out.returncode == 0 and "GPU" in out.stdout
-
-
 def pytest_collection_modifyitems(config, items):
+    from repro.core import provenance
+
     gpu = [item for item in items if item.get_closest_marker("gpu")]
-    if gpu and not _gpu_visible():
+    if gpu and not provenance.nvidia_smi_gpus():
         for item in gpu:
-            item.add_marker(pytest.mark.skip(reason="no GPU visible (nvidia-smi -L lists none)"))
+            item.add_marker(pytest.mark.skip(reason="no GPU visible (nvidia-smi lists none)"))
 
 
 REQUIRE_EXTRAS = "REPRO_REQUIRE_EXTRAS"  # set by .ci/run: optional parts must be there, not skipped
@@ -51,6 +43,17 @@ def need():
         pytest.skip(f"{what} not installed ({how_to_get})")
 
     return check
+
+
+@pytest.fixture
+def need_jax(need):
+    """Skip (fail under ``REPRO_REQUIRE_EXTRAS``) where JAX is not installed; asked in a child process,
+    so that this one does not load JAX."""
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode == 0
+    need("JAX", ok, 'pip install -e ".[jax]"')
 
 
 @pytest.fixture

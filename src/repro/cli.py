@@ -68,14 +68,20 @@ def _cmd_measure(args) -> int:
     return 0
 
 
-def _cmd_render(args) -> int:
+def _run_dirs(args) -> list[Path]:
+    """The run directories a command names: its arguments, plus every experiment's newest run in
+    ``--published PROFILE`` (of ``--published-dir``, else published/)."""
     dirs = [results.from_project(d) for d in args.run_dir]
     if args.published:
         root = Path(args.published_dir).resolve() if args.published_dir else book.published_root()
         dirs += [r for n in _params.experiments() if (r := results.latest_run(n, args.published, root)) is not None]
     if not dirs:
-        raise _params.ParameterError("render: name run directories or --published PROFILE")
-    for run_dir in dirs:
+        raise _params.ParameterError(f"{args.command}: name run directories or --published PROFILE")
+    return dirs
+
+
+def _cmd_render(args) -> int:
+    for run_dir in _run_dirs(args):
         if (run_dir / "notebook.ipynb").is_file() and not args.force:
             print(f"[repro] {run_dir}: notebook.ipynb exists (--force renders it again)")
             continue
@@ -96,13 +102,7 @@ def _cmd_publish(args) -> int:
 
 
 def _cmd_rejudge(args) -> int:
-
-    dirs = [results.from_project(d) for d in args.run_dir]
-    if args.published:
-        dirs += [r for n in _params.experiments()
-                 if (r := results.latest_run(n, args.published, book.published_root())) is not None]
-    if not dirs:
-        raise _params.ParameterError("rejudge: name run directories or --published PROFILE")
+    dirs = _run_dirs(args)
     git = provenance.git_commit()  # before the first ledger is rewritten (published/ is tracked)
     for run_dir in dirs:
         ledger = harness.rejudge(run_dir, git)
@@ -112,7 +112,6 @@ def _cmd_rejudge(args) -> int:
 
 
 def _cmd_data_status(args) -> int:
-
     rows = data.status()
     width = max(len(r["dataset"]) for r in rows)
     for r in rows:
@@ -170,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "verdict rules of this checkout); never trains")
     p.add_argument("run_dir", nargs="*", help="finished run directories")
     p.add_argument("--published", metavar="PROFILE", help="every experiment's newest run in published/PROFILE")
+    p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/")
     p.set_defaults(func=_cmd_rejudge)
 
     p = sub.add_parser("data", help="datasets")

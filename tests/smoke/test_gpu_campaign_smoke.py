@@ -13,13 +13,9 @@ from repro.core import paths
 STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study"}
 
 
-def _jax_installed() -> bool:
-    return subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode == 0
-
 
 @pytest.mark.slow
-def test_rehearsal_publishes_and_renders_every_step(need, tmp_path):
-    need("JAX", _jax_installed(), 'pip install -e ".[jax]"')
+def test_rehearsal_publishes_and_renders_every_step(need_jax, tmp_path):
     root = paths.project_root()
     env = {**os.environ, "PYTHON": sys.executable}
     out = subprocess.run([str(root / "tools" / "gpu_campaign.sh"), "--rehearse", str(tmp_path / "pub")], env=env,

@@ -55,12 +55,8 @@ def test_the_backend_is_read_without_importing_keras(monkeypatch, tmp_path):
     assert provenance.keras_backend() == "torch"
 
 
-def _jax_installed() -> bool:
-    return subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode == 0
 
-
-def test_mnist_cnn_runs_unchanged_under_jax(need, tmp_path):
-    need("JAX", _jax_installed(), 'pip install -e ".[jax]"')
+def test_mnist_cnn_runs_unchanged_under_jax(need_jax, tmp_path):
     code = ("from repro.experiments.mnist_cnn import experiment as m; "
             "r = m.run('smoke', {'epochs': 2, 'train_samples': 800, 'test_samples': 200}); "
             "import json; print(json.dumps([r.provenance['device'], r.provenance['keras_backend'], "

@@ -27,9 +27,6 @@ sys.meta_path.insert(0, _Block())
 '''
 
 
-def _jax_installed() -> bool:
-    return subprocess.run([sys.executable, "-c", "import jax"], capture_output=True).returncode == 0
-
 
 def _run_under_jax(tmp_path: Path, code: str) -> dict:
     """Run ``code`` (which prints one JSON line last) under JAX with TensorFlow and PyTorch unimportable."""
@@ -66,8 +63,7 @@ print(json.dumps({'device': r.provenance['device'], 'run_dir': str(r.run_dir), '
 """
 
 
-def test_optimizers_runs_unchanged_under_jax(need, tmp_path):
-    need("JAX", _jax_installed(), 'pip install -e ".[jax]"')
+def test_optimizers_runs_unchanged_under_jax(need_jax, tmp_path):
     out = _run_under_jax(tmp_path, OPTIMIZERS_CODE)
     dev = out["device"]
     assert dev["backend"] == "jax" and dev["backend_version"] and dev["device"] in ("CPU", "GPU")
@@ -97,8 +93,7 @@ print(json.dumps({'device': r.provenance['device'], 'gpu': r.provenance['gpu'], 
 """
 
 
-def test_cost_study_runs_unchanged_under_jax(need, tmp_path):
-    need("JAX", _jax_installed(), 'pip install -e ".[jax]"')
+def test_cost_study_runs_unchanged_under_jax(need_jax, tmp_path):
     out = _run_under_jax(tmp_path, COST_CODE)
     dev = out["device"]
     assert dev["backend"] == "jax" and dev["backend_version"] and dev["children_backends"] == ["jax"]

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from repro.core import provenance
+
 ROLES = ("chief", "ps", "worker", "evaluator")
 
 
@@ -265,23 +267,13 @@ GPU_ROLES = ("worker",)  # the roles that compute; parameter servers, chief and 
 
 def visible_gpus(environ: Mapping | None = None, count: int | None = None) -> list[str]:
     """The GPU ids a local cluster may hand out: ``CUDA_VISIBLE_DEVICES`` when set (``""``: none),
-    else ``0 .. count-1`` with ``count`` from ``nvidia-smi -L`` (0 where there is no NVIDIA driver)."""
+    else ``0 .. count-1`` with ``count`` the GPUs ``nvidia-smi`` lists (0 where there is no NVIDIA driver)."""
     environ = os.environ if environ is None else environ
     if environ.get("CUDA_VISIBLE_DEVICES") is not None:
         return [g.strip() for g in environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
     if count is None:
-        count = _nvidia_smi_count()
+        count = len(provenance.nvidia_smi_gpus() or [])
     return [str(i) for i in range(count)]
-
-
-def _nvidia_smi_count() -> int:
-    import shutil
-    import subprocess
-
-    if not shutil.which("nvidia-smi"):
-        return 0
-    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    return sum(line.startswith("GPU ") for line in out.stdout.splitlines()) if out.returncode == 0 else 0
 
 
 def device_env(role: str, index: int, gpus: list[str]) -> dict[str, str]:

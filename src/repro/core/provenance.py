@@ -62,7 +62,7 @@ def gpus() -> list[dict]:
     """The NVIDIA GPUs this process may use (``nvidia-smi``; whatever the Keras backend), else those
     the backend already loaded here sees (TensorFlow or JAX; neither is imported for this);
     ``[]`` on a machine without either."""
-    listed = _nvidia_smi_gpus()
+    listed = nvidia_smi_gpus()
     if listed is not None:
         return listed
     if "tensorflow" in sys.modules:
@@ -90,8 +90,9 @@ def _tensorflow_gpus() -> list[dict]:
     return out
 
 
-def _nvidia_smi_gpus() -> list[dict] | None:
-    """``nvidia-smi``'s GPUs (restricted to ``CUDA_VISIBLE_DEVICES`` when set), or None without the tool."""
+def nvidia_smi_gpus() -> list[dict] | None:
+    """``nvidia-smi``'s GPUs (restricted to ``CUDA_VISIBLE_DEVICES`` when set), or None where the tool is
+    missing or fails."""
     import shutil
 
     if not shutil.which("nvidia-smi"):
@@ -108,11 +109,6 @@ def _nvidia_smi_gpus() -> list[dict] | None:
     rows = [[c.strip() for c in line.split(",")] for line in out.stdout.strip().splitlines() if line.count(",") >= 3]
     return [{"name": f"GPU:{r[0]}", "model": r[1], "memory": r[2], "driver": r[3]}
             for r in rows if keep is None or r[0] in keep]
-
-
-def nvidia_smi_gpus() -> list[dict] | None:
-    """``nvidia-smi``'s GPUs (see :func:`_nvidia_smi_gpus`), or None where the tool is missing or fails."""
-    return _nvidia_smi_gpus()
 
 
 def hardware() -> dict:
