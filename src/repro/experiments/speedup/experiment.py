@@ -28,6 +28,7 @@ from repro import cluster
 from repro.book.report import glue
 from repro.core import claims, harness
 from repro.core.harness import Result
+from repro.experiments.speedup import emulation
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup import statements
 from repro.experiments.speedup.equations import (
@@ -72,6 +73,21 @@ def _measured_summary(tables: dict) -> dict:
             "picks_right_extended": int(picks["extended_right"].sum()), "picks_total": int(len(picks))}
 
 
+def _emulated_summary(tables: dict) -> dict:
+    errs = tables["emulated_errors"].set_index(["network", "mode", "server"]).loc[("all", "all", "all")]
+    checks = tables["emulation_checks"]
+    out = {"mape_thesis": float(errs["mape_thesis"]), "mape_extended": float(errs["mape_extended"]),
+           "configurations": int(errs["configurations"]), "checks_within": int(checks["within"].sum()),
+           "checks_total": int(len(checks)), "max_check_error": float(checks["error"].abs().max()),
+           "dilations": sorted(float(k) for k in tables["emulated_runs"]["dilation"].unique())}
+    dc = tables.get("dilation_check")
+    if dc is not None and len(dc):
+        out["dilation_check_max_difference"] = float(dc["difference"].abs().max())
+        out["dilation_check_within"] = int(dc["within"].sum())
+        out["dilation_check_total"] = int(len(dc))
+    return out
+
+
 def summarise(grid: pd.DataFrame, measured: dict[str, claims.Measured], p: dict) -> dict:
     """Headline numbers: claim counts and the predicted best configuration per network."""
     thesis = grid[grid["server"].isin(SERVERS)]
@@ -105,6 +121,8 @@ class Speedup:
         """Thesis Table 6.1; with ``measure``, one-line errors for the measuring configuration before any run."""
         if p["measure"]:
             sm.check(p)
+        emulation.check(p)
+        if p["measure"] or p["emulate"] != "none":
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
         return table_6_1(p["networks"])
 
@@ -119,12 +137,17 @@ class Speedup:
             tables.update(_measure(run, p))
         else:
             run.note("measurements", "not run (measure=false): the thesis' predictions only")
+        if p["emulate"] != "none":
+            sizes = dict(zip(tables["parameters"]["network"], 4 * tables["parameters"]["ours"]))
+            tables.update(emulation.measure(run, p, sizes))
         measured = statements.measurements(tables, p)
         tables["claims"] = statements.claims_table(measured)
         tables["reported_vs_predicted"] = statements.reported_vs_predicted(grid, statements.verdicts(measured))
         summary = summarise(grid, measured, p)
         if p["measure"]:
             summary["measured"] = _measured_summary(tables)
+        if p["emulate"] != "none":
+            summary["emulated"] = _emulated_summary(tables)
         return harness.Output(tables, summary)
 
     def judge(self, result: Result) -> dict[str, claims.Measured]:

@@ -64,7 +64,7 @@ FORWARD_SHARE = 1 / 3  # forward pass / (forward + backward): the usual "backwar
 
 def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
                   t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False,
-                  cpu_closure: float = 0.0) -> float:
+                  cpu_closure: float = 0.0, overlap: bool = True) -> float:
     """Predicted training time of D batches (the extended model; see the module docstring).
 
     ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split);
@@ -82,17 +82,23 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
       processes here), ``t_pull`` + ``t_push`` per closure;
     * sync modes pay one more call per iteration (the update applied on the PS);
     * capacity: the whole run cannot be shorter than its closures' CPU-seconds spread over C cores.
+
+    ``overlap=False`` (emulated compute, which waits for every weight before it starts and sends
+    when it ends): a closure is ``t_lat + pull + g + push``.
     """
     g = t_grad_b * float(contention(n, cores, threads_per_worker))
-    f = FORWARD_SHARE
+    f = FORWARD_SHARE if overlap else 0.0
 
     def closure(pull: float, push: float) -> float:
+        if not overlap:
+            return t_lat + pull + g + push
         return t_lat + max(pull, f * g) + max(push, (1 - f) * g)
 
     if mode in ("sync-join", "sync-split"):
         its = -(-d // n) if mode == "sync-join" else d
         if server == "central":
-            t_iter = t_lat + n * t_pull + max(t_push, (1 - f) * g) if semaphore else closure(n * t_pull, n * t_push)
+            t_iter = (t_lat + n * t_pull + (max(t_push, (1 - f) * g) if overlap else g + t_push) if semaphore
+                      else closure(n * t_pull, n * t_push))
         else:
             t_iter = closure(t_pull, t_push)
         total, closures = its * (t_iter + t_lat), its * n
@@ -128,58 +134,80 @@ def check(p: dict) -> None:
                              f"{p['probe_links']} (its probe gives the predictions' inputs)")
 
 
-def probes(p: dict, base: Path) -> pd.DataFrame:
-    """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network."""
+def probes(p: dict, base: Path, emu=None) -> pd.DataFrame:
+    """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network.
+
+    ``emu`` (:class:`repro.experiments.speedup.emulation.Emulation`): the link runs dilated, times
+    are divided by the dilation, and ``t_grad`` is the hardware profile's, not measured.
+    """
     sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
                                             if "sync-split" in p["measure_modes"]})
     rows = []
     env = cluster.thread_env(p["threads_per_worker"])
+    k = emu.probe_dilation if emu else 1.0
     for link in p["probe_links"]:
-        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=_network_arg(link), env=env,
+        net = emu.network(link, k) if emu else _network_arg(link)
+        res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=net, env=env,
                                   kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
-                                          "num_classes": p["measure_classes"], "batch_sizes": sizes,
+                                          "num_classes": p["measure_classes"], "batch_sizes": [] if emu else sizes,
                                           "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
                                   timeout=p["timeout"], ready_timeout=120, run_dir=base / f"probe-{link}")
         for r in res.results["chief:0"]["networks"]:
             common = {"link": link, "network": r["network"], "image_size": r["image_size"],
-                      "parameters": r["parameters"], "bytes": r["bytes"]}
+                      "parameters": r["parameters"], "bytes": r["bytes"], "dilation": k}
             for q in ("t_pull", "t_push", "t_latency"):
-                rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q])})
-            for b, st in r["t_grad"].items():
+                rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q], k)})
+            t_grad = emu.t_grad_stats(r["network"], sizes, p["measure_batch"]) if emu else r["t_grad"]
+            for b, st in t_grad.items():
                 rows.append({**common, "quantity": "t_grad", "batch": int(b), **_stat_cols(st)})
     return pd.DataFrame(rows)
 
 
-def _stat_cols(st: dict) -> dict:
-    return {"mean_s": st["mean"], "std_s": st["std"], "median_s": st["median"], "min_s": st["min"],
-            "max_s": st["max"], "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
+def _stat_cols(st: dict, dilation: float = 1.0) -> dict:
+    k = float(dilation)
+    return {"mean_s": st["mean"] / k, "std_s": st["std"] / k, "median_s": st["median"] / k, "min_s": st["min"] / k,
+            "max_s": st["max"] / k, "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
 
 
-def runs(p: dict, base: Path) -> pd.DataFrame:
-    """One training cluster per (server, N): every network and mode; wall time of D batches."""
+def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.DataFrame:
+    """One training cluster per (server, N): every network and mode; wall time of D batches.
+
+    ``emu``: emulated compute; ``plan`` (from ``emu.plan``) gives each cluster its networks and
+    dilation; seconds are divided by the dilation and the busiest link's rate is recorded.
+    """
     rows = []
     env = cluster.thread_env(p["threads_per_worker"])
-    for server in p["measure_servers"]:
-        for n in p["measure_workers"]:
-            res = cluster.run_cluster(
-                f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
-                network=_network_arg(p["train_link"]), env=env, timeout=p["timeout"], ready_timeout=180,
-                run_dir=base / f"train-{server}-{n}",
-                kwargs={"networks": p["measure_networks"], "server": server, "image_size": p["measure_image_size"],
-                        "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
-                        "batches": p["measure_batches"], "modes": p["measure_modes"],
-                        "semaphore": p["semaphore"], "learning_rate": 0.01, "warmup_iterations": 1,
-                        "seed": p["seed"]})
-            for net in res.results["chief:0"]["networks"]:
-                for r in net["runs"]:
-                    rows.append({"network": net["network"], "server": net["server"], "workers": n,
-                                 "mode": r["mode"], "semaphore": bool(r["semaphore"]), "seconds": r["seconds"],
-                                 "iterations": r["iterations"], "closure_batch": r["closure_batch"],
-                                 "closures": r["closures"],
-                                 "closures_per_worker": " ".join(map(str, r["closures_per_worker"])),
-                                 "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
-                                 "assignment_matches": net["placed"] == net["assignment"]})
+    plan = plan or [{"server": s, "workers": n, "networks": p["measure_networks"], "dilation": 1.0}
+                    for s in p["measure_servers"] for n in p["measure_workers"]]
+    for c in plan:
+        server, n, k = c["server"], c["workers"], c["dilation"]
+        kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
+                  "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
+                  "batches": p["measure_batches"], "modes": p["measure_modes"], "semaphore": p["semaphore"],
+                  "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
+        if emu:
+            kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
+        res = cluster.run_cluster(
+            f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
+            network=emu.network(p["train_link"], k) if emu else _network_arg(p["train_link"]), env=env,
+            timeout=p["timeout"], ready_timeout=180, run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
+        for net in res.results["chief:0"]["networks"]:
+            rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
     return pd.DataFrame(rows)
+
+
+def _run_row(net: dict, r: dict, n: int, k: float, res) -> dict:
+    row = {"network": net["network"], "server": net["server"], "workers": n,
+           "mode": r["mode"], "semaphore": bool(r["semaphore"]), "seconds": r["seconds"] / k,
+           "iterations": r["iterations"], "closure_batch": r["closure_batch"], "closures": r["closures"],
+           "closures_per_worker": " ".join(map(str, r["closures_per_worker"])),
+           "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
+           "assignment_matches": net["placed"] == net["assignment"]}
+    if res is not None:  # emulated: the dilation, and the busiest link direction's rate in emulated time
+        moved = res.bytes_between(*r["window"])
+        busiest = max(max(v["sent"], v["received"]) for v in moved.values())
+        row.update({"dilation": k, "wall_s": r["seconds"], "busiest_link_mbps": busiest * 8 / r["seconds"] * k / 1e6})
+    return row
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -192,8 +220,12 @@ def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch
     return float(sel[column].iloc[0])
 
 
-def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd.DataFrame:
-    """Measured time and speedup next to the thesis' and the extended model's, per configuration."""
+def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emulated: bool = False) -> pd.DataFrame:
+    """Measured time and speedup next to the thesis' and the extended model's, per configuration.
+
+    ``emulated``: every worker has its own emulated GPU (no core contention, no CPU bound) and
+    waits for all its weights before it computes (no overlap).
+    """
     link, d, b = p["train_link"], p["measure_batches"], p["measure_batch"]
     rows = []
     for r in measured.itertuples():
@@ -207,8 +239,10 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int) -> pd
             ("t_grad", r.closure_batch), ("t_pull", None), ("t_push", None), ("t_latency", None)))
         thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
                                    semaphore=bool(r.semaphore))["t_train"].iloc[0])
-        ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat, cores,
-                            p["threads_per_worker"], bool(r.semaphore), cpu)
+        ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat,
+                            max(cores, int(r.workers)) if emulated else cores,
+                            1 if emulated else p["threads_per_worker"], bool(r.semaphore),
+                            0.0 if emulated else cpu, overlap=not emulated)
         server = r.server + ("+semaphore" if r.semaphore else "")
         rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
                      "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,

@@ -39,6 +39,7 @@ import re
 import time
 
 from repro.cluster import context
+from repro.cluster.compute import wait_then_zeros
 from repro.ml import models
 from repro.ml.data import synthetic_batch
 
@@ -64,8 +65,17 @@ def assign_shards(sizes, units: int) -> list[int]:
     return out
 
 
+NULL_NETWORK = "empty"  # the emulation's check with no communication: two tensors, (3 + 1) x classes weights
+
+
 def build_network(name: str, image_size: int, num_classes: int):
-    """One of the thesis' four networks from :mod:`repro.ml.models` (GoogLeNet without side classifiers)."""
+    """One of the thesis' four networks from :mod:`repro.ml.models` (GoogLeNet without side classifiers),
+    or :data:`NULL_NETWORK`: global average pooling and one dense layer (next to nothing to move)."""
+    if name == NULL_NETWORK:
+        import keras
+
+        return keras.Sequential([keras.Input((image_size, image_size, 3)), keras.layers.GlobalAveragePooling2D(),
+                                 keras.layers.Dense(num_classes, activation="softmax")])
     build = models.SLAMPA2017_NETWORKS[name]
     if name == "GoogLeNet":
         return build(image_size, num_classes, side_classifiers=NETWORK_SIDE_CLASSIFIERS)
@@ -256,7 +266,8 @@ def _shard_placement(strategy, build, num_ps: int):
 class _Trainer:
     """One model on a ParameterServerStrategy; closures pull, compute, push (see the module docstring)."""
 
-    def __init__(self, strategy, coordinator, net, learning_rate: float, central_semaphore: bool):
+    def __init__(self, strategy, coordinator, net, learning_rate: float, central_semaphore: bool,
+                 wait_s: float | None = None):
         import keras
         import tensorflow as tf
 
@@ -298,7 +309,8 @@ class _Trainer:
 
             flat = exclusive(0, pulled)
             tw, ntw = list(flat[:len(self.tvars)]), list(flat[len(self.tvars):])
-            loss, grads = compute(tw, ntw, x, y)
+            # emulated hardware (wait_s): wait its t_grad once the weights are here, push zeros of the real shapes
+            loss, grads = compute(tw, ntw, x, y) if wait_s is None else wait_then_zeros(tw, wait_s)
 
             def push():
                 ops = []
@@ -355,8 +367,13 @@ class _Trainer:
 
 
 def train(networks: list[str], server: str, image_size: int, num_classes: int, batch_size: int, batches: int,
-          modes: list[str], semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int) -> dict:
-    """The chief: for each network, D batches in every mode asked for on this cluster's PS layout."""
+          modes: list[str], semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int,
+          emulate: dict | None = None) -> dict:
+    """The chief: for each network, D batches in every mode asked for on this cluster's PS layout.
+
+    ``emulate``: ``{"t_grad": {network: seconds per whole batch}, "dilation": k}`` -- closures wait
+    ``t_grad * images / batch_size * k`` instead of computing (:mod:`repro.cluster.compute`).
+    """
     import tensorflow as tf
 
     ctx = context()
@@ -367,11 +384,12 @@ def train(networks: list[str], server: str, image_size: int, num_classes: int, b
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     return {"networks": [_train_one(strategy, coordinator, net, server, image_size, num_classes, batch_size, batches,
-                                    modes, semaphore, learning_rate, warmup_iterations, seed) for net in networks]}
+                                    modes, semaphore, learning_rate, warmup_iterations, seed, emulate)
+                         for net in networks]}
 
 
 def _train_one(strategy, coordinator, network, server, image_size, num_classes, batch_size, batches, modes,
-               semaphore, learning_rate, warmup_iterations, seed) -> dict:
+               semaphore, learning_rate, warmup_iterations, seed, emulate=None) -> dict:
     """``server``: central (one PS task) or distributed (one PS task per worker; N = 1 has one too)."""
     import keras
     import numpy as np
@@ -402,8 +420,9 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
         variants += [(m, True) for m in modes]
     runs = []
     for mode, sem in variants:
-        trainer = _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=sem)
         b = batch_size // n if mode == "sync-split" else batch_size
+        wait = None if emulate is None else emulate["t_grad"][network] * b / batch_size * emulate["dilation"]
+        trainer = _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=sem, wait_s=wait)
         iterator = iterator_for(b)
 
         def go(count):
@@ -419,12 +438,13 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
         iterations = -(-batches // n) if mode == "sync-join" else batches
         print(f"[speedup] {network} {server} N={n} {mode}{' +semaphore' if sem else ''}: "
               f"{iterations} iterations of {b}-image closures", flush=True)
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         go(iterations)
         seconds = time.perf_counter() - t0
         after = trainer.counts()
         per_worker = [a - c for a, c in zip(after, before)]
-        runs.append({"mode": mode, "semaphore": sem, "seconds": seconds, "iterations": iterations,
+        runs.append({"mode": mode, "semaphore": sem, "seconds": seconds, "iterations": iterations, "wait_s": wait,
+                     "window": [w0, time.time()],
                      "closure_batch": b, "closures_per_worker": per_worker, "closures": int(sum(per_worker))})
     return {"network": network, "server": server, "workers": n, "ps": num_ps, "batches": batches,
             "batch_size": batch_size, "image_size": image_size, "runs": runs,

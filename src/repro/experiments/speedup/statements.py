@@ -15,6 +15,7 @@ import pandas as pd
 import yaml
 
 from repro.core import claims as _claims
+from repro.experiments.speedup import emulation
 from repro.experiments.speedup.equations import SERVERS
 from repro.experiments.speedup.measure import measured_claims
 
@@ -26,6 +27,7 @@ EQUATIONS_DISAGREE = "the thesis' own equations and Table 6.1 say otherwise"
 OURS_DISAGREE = "our measured runs, see the chapter"
 NOT_COMPARABLE = "not comparable (the thesis' GPUs at 224 px; our runs: CPU, small inputs)"
 NOT_MEASURED = "not measured (measure=false in this profile)"
+OURS_EMULATED_DISAGREE = "our emulated replay of the thesis' cluster, see the chapter"
 
 
 @lru_cache(maxsize=None)
@@ -120,8 +122,10 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
 
 
 
-def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None) -> _claims.Measured:
-    """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs)."""
+def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None,
+         ours_emulated: dict | None = None) -> _claims.Measured:
+    """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs;
+    ``ours_emulated``: the emulated grid's, which decide a statement about the thesis' runs first)."""
     if spec.get("network") and spec["network"] not in params["networks"]:
         return _claims.Measured(ours="–", gate=f"not measured ({spec['network']} is not in this run's networks)",
                                 basis="none", runs=0)
@@ -130,6 +134,10 @@ def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | Non
         ok = res["verdict"] == "pass"
         return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0,
                                 note=EQUATIONS_AGREE if ok else EQUATIONS_DISAGREE)
+    if ours_emulated and spec["id"] in ours_emulated:
+        ours, ok, runs = ours_emulated[spec["id"]]
+        return _claims.Measured(ours=ours, holds=bool(ok), basis="emulated", runs=runs,
+                                note="" if ok else OURS_EMULATED_DISAGREE)
     if ours_measured is None:
         return _claims.Measured(ours=res["ours"], gate=NOT_MEASURED, basis="none", runs=0)
     if spec["id"] in ours_measured:
@@ -143,7 +151,10 @@ def measurements(tables: dict[str, pd.DataFrame], params: dict) -> dict[str, _cl
     """One measurement per claim id, from the run's tables ``predictions`` and ``measured_vs_predicted``."""
     measured = params["measure"] and "measured_vs_predicted" in tables
     ours_measured = measured_claims(tables["measured_vs_predicted"]) if measured else None
-    return {s["id"]: _one(tables["predictions"], s, params, ours_measured) for s in thesis_claims()}
+    profile = params.get("emulate", "none")
+    ours_emulated = (emulation.claim_values(tables, thesis_claims(), _claims.load(NAME), profile)
+                     if profile != "none" and "emulated_vs_predicted" in tables else None)
+    return {s["id"]: _one(tables["predictions"], s, params, ours_measured, ours_emulated) for s in thesis_claims()}
 
 
 def verdicts(measured: dict[str, _claims.Measured]) -> dict[str, str]:
@@ -198,4 +209,6 @@ def counts(measured: dict[str, _claims.Measured]) -> dict[str, int]:
             "claims_need_measurement": n(lambda m: (m.gate or "").startswith("not measured")),
             "claims_measured_pass": n(lambda m: m.basis == "measured" and m.holds is True),
             "claims_measured_fail": n(lambda m: m.basis == "measured" and m.holds is False),
+            "claims_emulated_pass": n(lambda m: m.basis == "emulated" and m.holds is True),
+            "claims_emulated_fail": n(lambda m: m.basis == "emulated" and m.holds is False),
             "claims_not_comparable": n(lambda m: (m.gate or "").startswith("not comparable"))}
