@@ -254,7 +254,7 @@ def test_horovod_missing_is_one_line_and_the_run_goes_on(monkeypatch, results_ro
     monkeypatch.setattr(runs, "cluster_run", lambda method, n, p, d, **kw: (
         [{"method": method, "workers": n, "model": "tiny", "total_images_per_sec": 100.0 * n,
           "images_per_sec_per_worker": 100.0, "sem": 0.0}], []))
-    res = distributed.run("smoke", {"sweep_bandwidths": ["none"], "fault_tolerance": False})
+    res = distributed.run("smoke", {"sweep_bandwidths": ["none"], "fault_tolerance": False, "emulate": "none"})
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["repro: Horovod not installed: tools/install_horovod.sh; the Horovod rows say so"]
     assert "horovod" not in set(res["throughput"]["method"])

@@ -84,6 +84,26 @@ def load(name: str) -> Profile:
                    batch=raw.get("batch"))
 
 
+def load_for(name: str, models) -> Profile:
+    """The profile ``name``, checked to know every one of ``models`` (one line naming the valid ones)."""
+    prof = load(name)
+    for m in models:
+        prof.t_grad(m)
+    return prof
+
+
+def check_param(name: str, models, parameter: str = "emulate") -> None:
+    """A parameter naming a hardware profile (or ``none``): one line naming the parameter and the valid names."""
+    from repro.core.params import ParameterError
+
+    if name == "none":
+        return
+    try:
+        load_for(name, models)
+    except ClusterError as exc:
+        raise ParameterError(f"parameter '{parameter}': {exc}; or none") from None
+
+
 def rate_bits(rate: str) -> float:
     """Bits per second of a tc rate (``"1gbit"`` -> 1e9)."""
     m = _RATE.match(str(rate))

@@ -18,24 +18,25 @@ def throughput_table(result: Result) -> pd.DataFrame:
     return df[[c for c in cols if c in df]]
 
 
-def plot_throughput(result: Result):
-    """The paper's Figures 9-11 for our runs: total images/sec vs processes, one panel per model."""
+def plot_throughput(result: Result, table: str = "throughput"):
+    """The paper's Figures 9-11 for our runs: total images/sec vs processes, one panel per model
+    (``table="emulated_throughput"``: the emulated cluster)."""
     import seaborn as sns
 
     style()
-    df = result["throughput"].assign(method=lambda d: d["method"].map(LABELS))
+    df = result[table].assign(method=lambda d: d["method"].map(LABELS))
     grid = sns.relplot(data=df, x="workers", y="total_images_per_sec", hue="method", col="model", kind="line",
                        marker="o", height=3.2, aspect=1.1, facet_kws={"sharey": False})
     grid.set_axis_labels("worker processes", "images/sec (total)")
     return grid
 
 
-def plot_efficiency(result: Result):
-    """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling)."""
+def plot_efficiency(result: Result, table: str = "scaling"):
+    """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling; ``table`` as :func:`plot_throughput`)."""
     import seaborn as sns
 
     style()
-    df = result["scaling"].assign(method=lambda d: d["method"].map(LABELS))
+    df = result[table].assign(method=lambda d: d["method"].map(LABELS))
     grid = sns.relplot(data=df, x="workers", y="efficiency", hue="method", col="model", kind="line", marker="o",
                        height=3.2, aspect=1.1)
     for ax in grid.axes.flat:
@@ -92,5 +93,31 @@ def glue_numbers(result: Result) -> None:
     fault = f[f["finding"] == "fault_tolerance"]
     glue("dist_fault_summary", f"Measured: {fault['ours'].iloc[0]} (verdict: {fault['verdict'].iloc[0]})."
          if len(fault) and fault["ours"].iloc[0] != "–" else "Not run in this profile.")
+    _glue_emulated(result)
     glue("dist_n_findings", len(f))
     glue("dist_n_reproduced", int(f["verdict"].str.startswith("reproduced").sum()))
+
+
+NOT_EMULATED = "not run in this profile (emulate = none)"
+
+
+def _glue_emulated(result: Result) -> None:
+    """The emulated grid's numbers, as text (a profile without it glues :data:`NOT_EMULATED`)."""
+    from repro.cluster import hardware
+
+    glue, p = report.glue, result.params
+    keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology")
+    if p.get("emulate", "none") == "none" or "emulated_throughput" not in result.tables:
+        for key in keys:
+            glue(key, NOT_EMULATED)
+        return
+    prof = hardware.load(p["emulate"])
+    tp, checks = result["emulated_throughput"], result["emulation_checks"]
+    glue("dist_emu_profile", f"{prof.name} ({prof.description}; source: {prof.source})")
+    glue("dist_emu_topology", prof.topology)
+    glue("dist_emu_shape", f"{', '.join(p['emulate_models'])} at the paper's sizes, batch {p['batch_size']}, "
+         f"{', '.join(p['emulate_methods'])} at {', '.join(map(str, p['emulate_workers']))} workers, "
+         f"{p['emulate_steps']} timed steps after {p['emulate_warmup_steps']} warm-up")
+    glue("dist_emu_dilations", ", ".join(f"{k:g}" for k in sorted(tp["dilation"].unique())))
+    glue("dist_emu_checks", f"{int(checks['within'].sum())} of {len(checks)} (largest error "
+         f"{100 * checks['error'].abs().max():.1f} %)" if len(checks) else "none run")

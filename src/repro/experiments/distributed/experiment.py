@@ -45,7 +45,7 @@ import pandas as pd
 from repro import cluster
 from repro.cluster import cli as cluster_cli
 from repro.core import claims, harness
-from repro.experiments.distributed import programs, runs, verdicts
+from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
 from repro.experiments.distributed.chapter import (
     glue_numbers,
@@ -105,6 +105,7 @@ class Distributed:
         models = runs.model_specs(p)  # bad sizes fail before anything is written
         cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
         runs.check_sweep(p)
+        emulation.check(p)
         missing = "horovod" in p["methods"] and not programs.horovod_available()
         if missing:  # an optional backend: say so in one line and measure the other methods
             print(f"repro: {HOROVOD_NOT_INSTALLED}; the Horovod rows say so", file=sys.stderr, flush=True)
@@ -124,6 +125,8 @@ class Distributed:
         tables["bandwidth"] = runs.bandwidth_sweep(p, run.dir / "clusters", throughput)
         tables["faults"] = runs.fault_runs(p, run.dir / "clusters") if p["fault_tolerance"] \
             else pd.DataFrame(columns=FAULT_COLUMNS)
+        if p["emulate"] != "none":  # the paper's cluster replayed (repro.experiments.distributed.emulation)
+            tables.update(emulation.measure(run, p, tables["table1"]))
         summary = {"cores": cores, "max_workers": max(p["workers"]),
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         # the chapter's findings and Table 1 verdicts are the ledger's (the harness re-derives it from the CSVs)

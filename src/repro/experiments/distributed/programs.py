@@ -36,6 +36,7 @@ import hashlib
 import time
 
 from repro.cluster import context
+from repro.cluster.compute import wait_then_zeros
 from repro.ml.data import synthetic_batch
 
 PAPER_SIZE = {"tiny": 32, "vgg16": 224, "vgg19": 224, "resnet50": 224, "resnet152": 224, "inception_v3": 299}
@@ -71,11 +72,18 @@ def _weights_digest(model) -> dict:
 # ----------------------------------------------------------------------------- ring all-reduce
 
 
+def _wait(emulate: dict | None, model: str) -> float | None:
+    """Seconds an emulated worker waits per step (``t_grad`` x dilation), None when it computes."""
+    return None if emulate is None else emulate["t_grad"][model] * emulate["dilation"]
+
+
 def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, learning_rate: float,
-         num_classes: int, seed: int, kill_after: int | None = None) -> dict:
+         num_classes: int, seed: int, kill_after: int | None = None, emulate: dict | None = None) -> dict:
     """Every worker: MWMS (RING) training on its own synthetic batch; its own step count and time per model.
 
     ``kill_after``: fault injection -- worker 0 SIGKILLs worker 1 after that many timed steps.
+    ``emulate``: ``{"t_grad": {model: s}, "dilation": k}`` -- the worker waits instead of computing
+    (:mod:`repro.cluster.compute`) and all-reduces tensors of the real gradients' shapes.
     """
     import keras
     import tensorflow as tf
@@ -96,10 +104,15 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         initial = _weights_digest(net)
         x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
         global_batch = float(batch_size * n)
+        wait = _wait(emulate, m["name"])
 
         @tf.function
         def step():
             def replica_fn():
+                if wait is not None:  # emulated: wait t_grad, then all-reduce zeros of the real shapes
+                    loss, grads = wait_then_zeros([v.value for v in net.trainable_variables], wait)
+                    opt.apply_gradients(zip(grads, net.trainable_variables))
+                    return loss
                 with tf.GradientTape() as tape:
                     pred = net(x, training=True)
                     # summed by the all-reduce: scale by the global batch, as in any MWMS custom loop
@@ -250,7 +263,8 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
 class _PSTrainer:
     """One model on a ParameterServerStrategy: async (apply on arrival) or sync (accumulate, barrier, one update)."""
 
-    def __init__(self, strategy, coordinator, net, loss_fn, learning_rate: float, mode: str):
+    def __init__(self, strategy, coordinator, net, loss_fn, learning_rate: float, mode: str,
+                 wait_s: float | None = None):
         import keras
         import tensorflow as tf
 
@@ -271,9 +285,12 @@ class _PSTrainer:
                 self.opt.build(self.tvars)
 
         def replica_fn(x, y):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(loss_fn(y, net(x, training=True)))
-            grads = tape.gradient(loss, self.tvars)
+            if wait_s is None:
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(loss_fn(y, net(x, training=True)))
+                grads = tape.gradient(loss, self.tvars)
+            else:  # emulated: pull every weight to the worker, wait t_grad, push zeros of the real shapes
+                loss, grads = wait_then_zeros([tf.identity(v.value) for v in self.tvars], wait_s)
             if mode == "ps_sync":
                 for a, g in zip(self.accs, grads):
                     a.assign_add(g)  # on the PS; atomic per variable
@@ -352,8 +369,9 @@ def _ps_strategy():
 
 
 def parameter_server(method: str, models: list[dict], batch_size: int, warmup_steps: int, steps: int,
-                     learning_rate: float, num_classes: int, seed: int) -> dict:
-    """The chief: PS training of each model in turn; per-worker step counts and the timed window."""
+                     learning_rate: float, num_classes: int, seed: int, emulate: dict | None = None) -> dict:
+    """The chief: PS training of each model in turn; per-worker step counts and the timed window
+    (``emulate``: as :func:`ring`)."""
     import keras
 
     if method not in ("ps_async", "ps_sync"):
@@ -367,7 +385,7 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
             keras.utils.set_random_seed(seed)
             net = build_model(m["name"], m["image_size"], num_classes)
         trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
-                             learning_rate, method)
+                             learning_rate, method, wait_s=_wait(emulate, m["name"]))
 
         dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))

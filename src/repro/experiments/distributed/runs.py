@@ -58,27 +58,30 @@ def _common(p: dict, models: list[dict]) -> dict:
 
 
 def cluster_run(method: str, workers: int, p: dict, cluster_dir: Path, network=None,
-                models: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
+                models: list[dict] | None = None, emulate: dict | None = None) -> tuple[list[dict], list[dict]]:
     """One cluster run (all models in turn): summary rows and per-worker rows.
 
     ``network``: a :class:`repro.cluster.Network` (the bandwidth sweep); then every summary row
     also carries the bytes moved in its timed window (``window_bytes``: task -> sent/received).
+    ``emulate``: ``{"t_grad": {model: s}, "dilation": k}`` (emulated compute); seconds are divided by k.
     """
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     models = models or model_specs(p)
     opts = dict(timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir,
                 env=cluster.thread_env(p["threads_per_worker"]), network=network)
+    common = _common(p, models) | ({"emulate": emulate} if emulate else {})
+    k = float(emulate["dilation"]) if emulate else 1.0
     if method in ALLREDUCE:
         res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=0, chief=False, program_roles=("worker",),
-                                  kwargs=_common(p, models), **opts)
-        return _allreduce_rows(method, workers, p, models, res, network is not None)
+                                  kwargs=common, **opts)
+        return _allreduce_rows(method, workers, p, models, res, network is not None, k)
     res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=p["ps"],
-                              kwargs={"method": method, **_common(p, models)}, **opts)
+                              kwargs={"method": method, **common}, **opts)
     summary, per_worker = [], []
     for m, r in zip(models, res.results["chief:0"]["models"]):
         steps = r["steps_per_worker"]
-        seconds = [r["seconds"]] * len(steps)
+        seconds = [r["seconds"] / k] * len(steps)
         extra = {"replicas_identical": None, "optimizer_iterations": r["optimizer_iterations"],
                  "updates": r["updates"], "all_updates": r["all_updates"], "parameters": r["parameters"]}
         if network is not None:
@@ -90,13 +93,13 @@ def cluster_run(method: str, workers: int, p: dict, cluster_dir: Path, network=N
     return summary, per_worker
 
 
-def _allreduce_rows(method, workers, p, models, res, network: bool) -> tuple[list[dict], list[dict]]:
+def _allreduce_rows(method, workers, p, models, res, network: bool, k: float = 1.0) -> tuple[list[dict], list[dict]]:
     per_task = [res.results[f"worker:{i}"] for i in range(workers)]
     summary, per_worker = [], []
     for k, m in enumerate(models):
         tasks = [t["models"][k] for t in per_task]
         steps = [t["steps"] for t in tasks]
-        seconds = [t["seconds"] for t in tasks]
+        seconds = [t["seconds"] / k for t in tasks]
         extra = {"replicas_identical": len({t["weights_sha256"] for t in tasks}) == 1,
                  "optimizer_iterations": None, "updates": steps[0],
                  "all_updates": steps[0] + tasks[0]["warmup_steps"], "parameters": tasks[0]["parameters"]}

@@ -176,8 +176,30 @@ def table1_row(model: str, row: dict) -> Measured:
                     note=f"ours/paper: parameters {rp:.3f}, GFLOPs {rg:.3f}")
 
 
+EMULATED_FINDINGS = (async_vs_sync, ring_vs_ps, ring_scaling, vgg_worst, ps_efficiency)
+
+
+def emulated(tables: dict, p: dict) -> dict[str, Measured]:
+    """The findings the emulated grid decides (basis ``emulated``, the hardware profile named);
+    a finding it cannot decide (gated) is left to the real runs."""
+    if p.get("emulate", "none") == "none" or "emulated_throughput" not in tables:
+        return {}
+    tp = tables["emulated_throughput"]
+    workers = sorted(tp["workers"].unique())
+    g = _Grid(tp, tables["emulated_scaling"], tables["emulated_ratios"][tables["emulated_ratios"]["workers"] == workers[-1]],
+              int(workers[-1]), int(workers[0]), False, "")
+    out = {}
+    for f in EMULATED_FINDINGS:
+        m = f(g)
+        if not m.gate:
+            m.ours, m.basis = f"{m.ours} [emulated {p['emulate']}]", "emulated"
+            out[f.__name__] = m
+    return out
+
+
 def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict[str, Measured]:
-    """One :class:`~repro.core.claims.Measured` per claim id, from what the run wrote."""
+    """One :class:`~repro.core.claims.Measured` per claim id, from what the run wrote (the emulated
+    grid, where the profile has one, decides the findings it can)."""
     # the paper's findings are about its models: the smoke profile's tiny CNN is left out of them
     models = [m for m in tables["throughput"]["model"].unique() if m != "tiny"] \
         if "model" in tables["throughput"] else []
@@ -189,6 +211,7 @@ def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict
         out = {k: Measured(NO, gate=why) for k in FINDINGS if k != "fault_tolerance"}
     if provenance.get("horovod") == HOROVOD_NOT_INSTALLED:
         out["horovod"] = Measured(NO, gate=f"not measured ({HOROVOD_NOT_INSTALLED})")
+    out.update(emulated(tables, p))
     out["fault_tolerance"] = fault_tolerance(tables.get("faults"))
     audit = tables["table1"].set_index("model")
     for model, ref in TABLE1.items():

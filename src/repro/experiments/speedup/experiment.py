@@ -25,6 +25,7 @@ import os
 import pandas as pd
 
 from repro import cluster
+from repro.cluster import hardware
 from repro.book.report import glue
 from repro.core import claims, harness
 from repro.core.harness import Result
@@ -42,7 +43,7 @@ from repro.experiments.speedup.parameters import parameter_table
 from repro.experiments.speedup.plots import plot_predictions
 from repro.experiments.speedup.statements import NAME
 
-__all__ = ["NAME", "EXPERIMENT", "run", "add_cli", "plot_predictions", "glue_numbers", "summarise"]
+__all__ = ["NAME", "EXPERIMENT", "run", "add_cli", "plot_predictions", "glue_numbers", "summarise", "emulated_reported"]
 
 
 def _measure(run, p: dict) -> dict[str, pd.DataFrame]:
@@ -201,6 +202,7 @@ def glue_numbers(result: Result) -> None:
         glue("sp_sem_closer", int(sem["closer_to_best"].sum()) if len(sem) else 0)
         glue("sp_sem_total", int(len(sem)))
         glue("sp_sem_ratio_median", float(sem["semaphore_over_plain"].median()) if len(sem) else float("nan"))
+    _glue_emulated(result)
     rep = result["reported_vs_predicted"]
     if not rep.empty:
         glue("sp_err_min", float(rep["equations_error"].abs().min()))
@@ -214,3 +216,43 @@ def glue_numbers(result: Result) -> None:
         if "GoogLeNet" in par.index:
             glue("sp_googlenet_side_mbps", float(par.loc["GoogLeNet", "implied_mbps_with_side_classifiers"]))
 
+
+
+def emulated_reported(result: Result) -> pd.DataFrame:
+    """The thesis' measured speedups next to the emulated replay and both models (the chapter's table)."""
+    return emulation.reported_table(result.tables, statements.thesis_claims(), claims.load(NAME))
+
+
+NOT_EMULATED = "not run in this profile (emulate = none)"
+
+
+def _glue_emulated(result: Result) -> None:
+    """The emulated replay's numbers, as text (a profile without it glues :data:`NOT_EMULATED`)."""
+    p, s = result.params, result.summary.get("emulated")
+    keys = ("sp_emu_profile", "sp_emu_shape", "sp_emu_dilations", "sp_emu_checks", "sp_emu_check_max",
+            "sp_emu_dilation_check", "sp_emu_mape_thesis", "sp_emu_mape_extended", "sp_emu_misses", "sp_emu_left_out",
+            "sp_emu_topology")
+    glue("sp_emu_tol", f"{emulation.CHECK_TOLERANCE:.0%}")
+    glue("sp_emu_rtol", f"{emulation.REPORTED_RTOL:.0%} ({emulation.REPORTED_RTOL_SOURCE})")
+    glue("sp_emu_tol_mape", f"{emulation.MISS_LIMIT:.0%}")
+    if s is None:
+        for key in keys:
+            glue(key, NOT_EMULATED)
+        return
+    prof = hardware.load(p["emulate"])
+    glue("sp_emu_profile", f"{prof.name} ({prof.description}; source: {prof.source})")
+    glue("sp_emu_shape", f"{', '.join(p['emulate_networks'])} at {p['input_size']}x{p['input_size']} px and "
+         f"{p['num_classes']} classes, B = {p['emulate_batch']}, D = {p['emulate_batches']}, "
+         f"N = {', '.join(map(str, p['emulate_workers']))}")
+    glue("sp_emu_topology", prof.topology)
+    glue("sp_emu_dilations", ", ".join(f"{k:g}" for k in s["dilations"]))
+    glue("sp_emu_checks", f"{s['checks_within']} of {s['checks_total']}")
+    glue("sp_emu_check_max", f"{100 * s['max_check_error']:.1f} %")
+    glue("sp_emu_dilation_check", f"{s['dilation_check_within']} of {s['dilation_check_total']} configurations "
+         f"within 5 % (largest difference {100 * s['dilation_check_max_difference']:.1f} %)"
+         if "dilation_check_total" in s else "not run (dilation_check = 0)")
+    glue("sp_emu_mape_thesis", f"{s['mape_thesis']:.1f} %")
+    glue("sp_emu_mape_extended", f"{s['mape_extended']:.1f} %")
+    glue("sp_emu_misses", str(len(emulation.misses(result.tables))))
+    left = [n for n in p["networks"] if n not in p["emulate_networks"]]
+    glue("sp_emu_left_out", ", ".join(left) if left else "none")

@@ -349,7 +349,8 @@ def measured_claims(cmp: pd.DataFrame) -> dict:
 # ----------------------------------------------------------------------------- figure
 
 
-def plot_measured(cmp: pd.DataFrame, dpi: int = 100):
+def plot_measured(cmp: pd.DataFrame, dpi: int = 100,
+                  title: str = "slampa2017 on this machine: measured speedup (points), thesis model (dashed), extended (solid)"):
     """Measured speedup (points) and both models' predictions (lines), per network and mode."""
     import matplotlib.pyplot as plt
 
@@ -379,6 +380,6 @@ def plot_measured(cmp: pd.DataFrame, dpi: int = 100):
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02 - 0.03 * len(servers)),
                frameon=False)
-    fig.suptitle("slampa2017 on this machine: measured speedup (points), thesis model (dashed), extended (solid)")
+    fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -1,0 +1,121 @@
+"""`polishchuk2019` part B's cluster, emulated on this machine: K80 ``t_grad``, 25 Gb/s links, real tensors.
+
+With ``emulate`` naming a hardware profile (``k80-p2.16xlarge``, :mod:`repro.cluster.hardware`)
+the experiment runs a second grid next to the real one: the same programs
+(:mod:`repro.experiments.distributed.programs`) on the paper's models at their paper sizes, where a
+worker *waits* the profile's ``t_grad`` (batch / images per second of tf_cnn_benchmarks on one
+K80) instead of computing, and moves tensors of the real gradients' shapes through the real
+strategy (MWMS ring all-reduce, or the parameter server, which applies them) over emulated links of
+the profile's rate, every process its own node. Time dilation as in :mod:`repro.cluster.hardware`:
+per cluster the least factor the cores can carry (25 Gb/s per link needs a large one), times
+divided by it. Horovod does not run on the emulated network (Gloo advertises a loopback address
+in the namespaces and its peers cannot connect), so its rows are not measured.
+
+Tables: ``emulated_throughput``, ``emulated_scaling``, ``emulated_ratios`` (as the real ones) and
+``emulation_checks`` (one worker, no communication: images/sec = batch / t_grad).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from repro import cluster
+from repro.cluster import hardware
+from repro.core.params import ParameterError
+from repro.experiments.distributed import runs
+from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
+
+CHECK_TOLERANCE = 0.05
+HOROVOD_NOT_EMULATED = ("not measured (Horovod on the emulated network: Gloo advertises a loopback address in "
+                        "the private namespaces and its peers cannot connect)")
+COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
+
+
+def check(p: dict) -> None:
+    """One-line errors for an emulated configuration, before anything runs."""
+    hardware.check_param(p["emulate"], p["emulate_models"])
+
+
+def flows(method: str, n: int, ps: int) -> int:
+    """Link directions busy at once at worst: every worker's link both ways for a ring of two or
+    more (one worker all-reduces with itself); the parameter servers' links both ways."""
+    if method in ("ring", "horovod"):
+        return 2 * n if n > 1 else 0
+    return 2 * ps
+
+
+def _model_bytes(p: dict, audit: pd.DataFrame) -> dict[str, float]:
+    """Bytes of each emulated model's weights, from the Table 1 audit (built at the paper's sizes)."""
+    a = audit.set_index("model")
+    missing = [m for m in p["emulate_models"] if m not in a.index or pd.isna(a.loc[m, "ours_params_m"])]
+    if missing:
+        raise ParameterError(f"parameter 'audit_models': the emulation needs the size of {missing[0]} (audit it)")
+    return {m: 4e6 * float(a.loc[m, "ours_params_m"]) for m in p["emulate_models"]}
+
+
+def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: float | None = None) -> list[dict]:
+    """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
+    import psutil
+
+    cores = cores or os.cpu_count() or 1
+    available = available if available is not None else float(psutil.virtual_memory().available)
+    prof, sizes = hardware.load(p["emulate"]), _model_bytes(p, audit)
+    out = []
+    for method in p["emulate_methods"]:
+        for n in p["emulate_workers"]:
+            f, what = flows(method, n, p["ps"]), f"{method} with {n} workers"
+            if p["dilation"] > 0:
+                k = p["dilation"]
+                hardware.check_dilation(f, prof.link, k, cores, what)
+            else:
+                room = cores * float(hardware.machine()["headroom"])
+                k = round(max(1.0, hardware.cpu_needed(f, prof.link, 1.0) / room), 2)
+            ps = 0 if method in ("ring", "horovod") else p["ps"]
+            copies = COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0)
+            hardware.check_memory(max(sizes.values()), copies, n + ps + (1 if ps else 0), available,
+                                  f"the emulated cluster {what} ({', '.join(p['emulate_models'])})")
+            out.append({"method": method, "workers": n, "dilation": k})
+    return out
+
+
+def _models(p: dict) -> list[dict]:
+    q = dict(p, models=p["emulate_models"], image_size=0)  # the paper's sizes
+    return runs.model_specs(q)
+
+
+def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The emulated grid (see the module docstring); ``audit`` gives the models' sizes for the memory check."""
+    prof = hardware.load(p["emulate"])
+    todo = plan(p, audit)
+    q = dict(p, steps=p["emulate_steps"], warmup_steps=p["emulate_warmup_steps"])
+    models = _models(p)
+    t_grad = {m["name"]: prof.t_grad(m["name"]) for m in models}
+    run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
+             f"dilations {sorted({c['dilation'] for c in todo})}; topology: {prof.topology}")
+    summary = []
+    for c in todo:
+        if c["method"] == "horovod":
+            continue
+        net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
+        s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / f"emulated-{c['method']}-{c['workers']}",
+                                network=net, models=models,
+                                emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+        summary += [dict(r, dilation=c["dilation"], hardware=prof.name) for r in s]
+    tp = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
+    return {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp),
+            "emulation_checks": checks(tp, t_grad, p["batch_size"])}
+
+
+def checks(tp: pd.DataFrame, t_grad: dict, batch: int) -> pd.DataFrame:
+    """One ring worker has nothing to communicate: its images/sec must be batch / t_grad."""
+    rows = []
+    for r in tp[(tp["method"] == "ring") & (tp["workers"] == 1)].itertuples():
+        want = batch / t_grad[r.model]
+        rows.append({"check": "one ring worker, no communication: images/sec = batch / t_grad", "model": r.model,
+                     "expected": want, "measured": r.total_images_per_sec,
+                     "error": r.total_images_per_sec / want - 1, "dilation": r.dilation})
+    out = pd.DataFrame(rows, columns=["check", "model", "expected", "measured", "error", "dilation"])
+    out["within"] = out["error"].abs() <= CHECK_TOLERANCE
+    return out
