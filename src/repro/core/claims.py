@@ -84,6 +84,7 @@ class Measured:
     runs: int = 1
     note: str = ""
     extra: dict = field(default_factory=dict)  # further columns for the experiment's own tables
+    evidence: str | None = None  # the chapter table behind this measurement, where not the claim's own
 
 
 def _claim(experiment: str, raw: dict) -> Claim:
@@ -164,6 +165,6 @@ def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro
         nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
         basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
         rows.append({"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
-                     "verdict": verdict(claim, m), "evidence": claim.evidence, "basis": basis, "runs": runs,
+                     "verdict": verdict(claim, m), "evidence": m.evidence or claim.evidence, "basis": basis, "runs": runs,
                      "stochastic": claim.stochastic})
     return _ledger.frame(rows)

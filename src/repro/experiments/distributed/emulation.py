@@ -91,7 +91,8 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     todo = plan(p, audit)
     q = dict(p, steps=p["emulate_steps"], warmup_steps=p["emulate_warmup_steps"])
     models = _models(p)
-    t_grad = {m["name"]: prof.t_grad(m["name"]) for m in models}
+    # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
+    t_grad = {m["name"]: prof.t_grad(m["name"], p["batch_size"], prof.batch) for m in models}
     run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {prof.topology}")
     summary = []

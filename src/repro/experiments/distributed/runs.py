@@ -93,13 +93,14 @@ def cluster_run(method: str, workers: int, p: dict, cluster_dir: Path, network=N
     return summary, per_worker
 
 
-def _allreduce_rows(method, workers, p, models, res, network: bool, k: float = 1.0) -> tuple[list[dict], list[dict]]:
+def _allreduce_rows(method, workers, p, models, res, network: bool,
+                    dilation: float = 1.0) -> tuple[list[dict], list[dict]]:
     per_task = [res.results[f"worker:{i}"] for i in range(workers)]
     summary, per_worker = [], []
     for k, m in enumerate(models):
         tasks = [t["models"][k] for t in per_task]
         steps = [t["steps"] for t in tasks]
-        seconds = [t["seconds"] / k for t in tasks]
+        seconds = [t["seconds"] / dilation for t in tasks]
         extra = {"replicas_identical": len({t["weights_sha256"] for t in tasks}) == 1,
                  "optimizer_iterations": None, "updates": steps[0],
                  "all_updates": steps[0] + tasks[0]["warmup_steps"], "parameters": tasks[0]["parameters"]}

@@ -193,6 +193,7 @@ def emulated(tables: dict, p: dict) -> dict[str, Measured]:
         m = f(g)
         if not m.gate:
             m.ours, m.basis = f"{m.ours} [emulated {p['emulate']}]", "emulated"
+            m.evidence = "distributed-emulated-throughput"
             out[f.__name__] = m
     return out
 
