@@ -188,7 +188,7 @@ def measure(run, p: dict, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
     again = [c for c in again if c["server"] == "distributed"]
     run.note("emulation", f"hardware profile {emu.profile.name}: {emu.profile.description}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {emu.profile.topology}")
-    base = run.dir / "clusters"
+    base = run.dir / "clusters" / "emulated"  # the real grid's clusters are in clusters/ (probe-1gbit, ...)
     probes = sm.probes(q, base, emu)
     both = sm.runs(q, base, emu, todo, tag="emulated")
     runs = both[both["network"] != NULL].reset_index(drop=True)
