@@ -31,12 +31,28 @@ def _published(name: str) -> Path:
     return run
 
 
-@pytest.mark.parametrize("name", list(params.experiments()))
-def test_published_ledger_is_what_the_code_derives(name, tmp_path):
-    run = shutil.copytree(_published(name), tmp_path / "run")
+def _other_published() -> list[tuple[str, str]]:
+    """(profile, experiment) of every published run besides cpu's (e.g. the emulated replays)."""
+    root = book.published_root()
+    return [(d.name, name) for d in sorted(root.iterdir()) if d.is_dir() and d.name != PUBLISHED
+            for name in params.experiments() if results.latest_run(name, d.name, root) is not None]
+
+
+def _rejudged_equals_stored(run: Path) -> None:
     stored = pd.read_csv(run / "ledger.csv", keep_default_na=False, dtype=str)
     derived = harness.rejudge(run).astype(str)
     pd.testing.assert_frame_equal(derived.reset_index(drop=True), stored.reset_index(drop=True))
+
+
+@pytest.mark.parametrize("name", list(params.experiments()))
+def test_published_ledger_is_what_the_code_derives(name, tmp_path):
+    _rejudged_equals_stored(shutil.copytree(_published(name), tmp_path / "run"))
+
+
+@pytest.mark.parametrize("profile, name", _other_published())
+def test_other_published_ledgers_are_what_the_code_derives(profile, name, tmp_path):
+    run = results.latest_run(name, profile, book.published_root())
+    _rejudged_equals_stored(shutil.copytree(run, tmp_path / "run", ignore=shutil.ignore_patterns("clusters")))
 
 
 @pytest.mark.functional
