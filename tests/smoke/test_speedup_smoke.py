@@ -31,14 +31,12 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert claims.loc["squeezenet_best_measured", "verdict"].startswith("not comparable (the thesis' GPUs")
     for cid in ("distributed_never_worse_measured", "central_predictions_accurate", "distributed_predictions_trend"):
         assert claims.loc[cid, "basis"] == "measured" and claims.loc[cid, "holds"] in ("yes", "no"), cid
-    # N = 1 on the distributed server is in the emulated grid (the thesis' cluster): it decides first
-    assert claims.loc["one_worker_distributed_measured", "basis"] == "emulated"
-    assert "[emulated gtx970-1gbit]" in claims.loc["one_worker_distributed_measured", "ours"]
+    # N = 1 on the distributed server is in the emulated grid, whose shards are nodes of their own (the
+    # thesis' shard sat on its worker): the emulated number is shown, the statement is not comparable
+    one = claims.loc["one_worker_distributed_measured"]
+    assert one["basis"] == "emulated" and "[emulated gtx970-1gbit]" in one["ours"]
+    assert one["verdict"].startswith("not comparable (emulated topology")
     # each measured check follows from the run's own numbers (not "pass or fail, either is fine")
-    emu = pd.read_csv(run / "emulated_vs_predicted.csv")
-    one = emu[(emu["workers"] == 1) & (emu["server"] == "distributed")]["speedup_measured"]
-    slightly = sm.SLIGHTLY_SLOWER_MIN <= one.min() and one.max() < 1
-    assert claims.loc["one_worker_distributed_measured", "holds"] == ("yes" if slightly else "no")
     cmpd = pd.read_csv(run / "measured_vs_predicted.csv")
     central = cmpd[cmpd["server"] == "central"]["error_thesis"].abs().mean() * 100
     assert claims.loc["central_predictions_accurate", "holds"] == ("yes" if central <= sm.ACCURATE_MAPE else "no")

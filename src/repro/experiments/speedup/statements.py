@@ -135,7 +135,9 @@ def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | Non
         return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0,
                                 note=EQUATIONS_AGREE if ok else EQUATIONS_DISAGREE)
     if ours_emulated and spec["id"] in ours_emulated:
-        ours, ok, runs = ours_emulated[spec["id"]]
+        ours, ok, runs, gate = ours_emulated[spec["id"]]
+        if gate:
+            return _claims.Measured(ours=ours, gate=gate, basis="emulated", runs=runs)
         return _claims.Measured(ours=ours, holds=bool(ok), basis="emulated", runs=runs,
                                 note="" if ok else OURS_EMULATED_DISAGREE)
     if ours_measured is None:
