@@ -96,6 +96,8 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {prof.topology}")
     summary = []
+    if "horovod" in p["emulate_methods"]:
+        run.note("emulated horovod", HOROVOD_NOT_EMULATED)
     for c in todo:
         if c["method"] == "horovod":
             continue
