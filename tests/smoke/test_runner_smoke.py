@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -39,6 +40,8 @@ def test_kill_int_on_repro_run_prints_one_line_and_leaves_nothing(tmp_path):
     for line in proc.stdout:  # the cell that starts clusters
         if "Executing Cell 4" in line or time.monotonic() > deadline:
             break
+    # keep reading: a run blocked on a full stdout pipe would not be what this test measures
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
     time.sleep(8)
     family = psutil.Process(proc.pid).children(recursive=True)
     assert family, "the run started no kernel"
