@@ -6,12 +6,12 @@ Pure functions of numbers and tables (Keras only to build the Table 1 models); n
 from __future__ import annotations
 
 import math
-import re
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from repro.cluster import ClusterError, hardware
 from repro.core import paper
 from repro.core.params import ParameterError
 from repro.experiments.distributed.common import ALLREDUCE, PAPER, TABLE1
@@ -131,15 +131,14 @@ def table1(audit_models: Sequence[str], num_classes: int = 1000) -> pd.DataFrame
 
 # ----------------------------------------------------------------------------- bandwidth model
 
-_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 
 
 def rate_bits(rate: str) -> float:
-    """A tc rate (``"100mbit"``, ``"1gbit"``) in bits per second."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)", rate)
-    if not m:
-        raise ParameterError(f"parameter 'sweep_bandwidths': {rate!r} is not a tc rate (e.g. 100mbit, 1gbit)")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+    """A tc rate (``"100mbit"``, ``"1gbit"``) in bits per second (:func:`repro.cluster.hardware.rate_bits`)."""
+    try:
+        return hardware.rate_bits(rate)
+    except ClusterError:
+        raise ParameterError(f"parameter 'sweep_bandwidths': {rate!r} is not a tc rate (e.g. 100mbit, 1gbit)") from None
 
 
 def analytic_bytes(method: str, workers: int, model_bytes: float) -> float:
