@@ -164,6 +164,8 @@ class ResourceSampler:
             row = {"t_s": round(time.perf_counter() - t0, 3)}
             try:
                 with self._proc.oneshot():
+                    if self._proc.status() == ps.STATUS_ZOMBIE:  # exited, not yet reaped: rss reads 0
+                        break
                     row["child_cpu_percent"] = self._proc.cpu_percent(None)
                     rss = sum(p.memory_info().rss for p in self._family())
                     row["child_threads"] = self._proc.num_threads()
