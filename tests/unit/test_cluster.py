@@ -301,6 +301,29 @@ def test_emulated_network_caps_bandwidth_and_counts_bytes(tmp_path):
         cluster.run_cluster(f"{EX}:hello", network=cluster.Network("1 gbit"), run_dir=tmp_path / "bad")
 
 
+@needs_netns
+def test_ps_on_workers_shares_the_workers_nodes_and_links(tmp_path):
+    """PS task k on worker k's node: its own address, one port up; a transfer between them crosses no link."""
+    net = cluster.Network("100mbit", ps_on_workers=True)
+    res = cluster.run_cluster(f"{EX}:bandwidth", kwargs={"target": "ps:1", "megabytes": 2.5}, workers=2, ps=2,
+                              server="tcp", network=net, timeout=60, run_dir=tmp_path / "far")
+    assert res.cluster == {"chief": ["10.77.0.1:2222"], "ps": ["10.77.0.2:2223", "10.77.0.3:2223"],
+                           "worker": ["10.77.0.2:2222", "10.77.0.3:2222"]}
+    assert set(res.link_bytes) == {"chief:0", "ps:0+worker:0", "ps:1+worker:1"}  # three nodes, three links
+    assert res.results["chief:0"]["mbit_per_s"] <= 100 * 1.15
+    assert res.link_bytes["ps:1+worker:1"]["received"] >= 2_500_000
+    assert res.link_bytes["ps:0+worker:0"]["received"] < 100_000
+    near = cluster.run_cluster(f"{EX}:bandwidth", kwargs={"target": "ps:same", "megabytes": 2.5}, workers=2, ps=2,
+                               server="tcp", network=net, program_roles=("worker",), timeout=60,
+                               run_dir=tmp_path / "near")
+    assert {w: r["bytes"] for w, r in near.results.items()} == {"worker:0": 2_500_000, "worker:1": 2_500_000}
+    assert all(r["mbit_per_s"] > 150 for r in near.results.values())  # loopback, not the 100 Mbit/s link
+    assert all(v["received"] < 100_000 for v in near.link_bytes.values())
+    assert no_leftovers(near.run_dir)
+    with pytest.raises(ClusterError, match="3 PS tasks need >= 3 workers, not 2"):
+        cluster.run_cluster(f"{EX}:hello", workers=2, ps=3, network=net, run_dir=tmp_path / "bad")
+
+
 # --------------------------------------------------------- a real TF cluster
 
 

@@ -50,11 +50,14 @@ def sockets() -> dict:
 def bandwidth(target: str = "worker:0", megabytes: float = 4.0) -> dict:
     """Send ``megabytes`` to a ``server="tcp"`` task and time it until it confirms receipt.
 
-    Returns bytes confirmed, seconds and the achieved rate in Mbit/s (10^6 bit/s).
+    Returns bytes confirmed, seconds and the achieved rate in Mbit/s (10^6 bit/s). ``"ps:same"``:
+    the PS task with the caller's index (its own shard's node with ``Network(ps_on_workers=True)``).
     """
     import socket
 
-    task = context().spec.task(*target.split(":")[:1], int(target.split(":")[1]))
+    ctx = context()
+    role, index = target.split(":")
+    task = ctx.spec.task(role, ctx.task.index if index == "same" else int(index))
     payload = b"\0" * (1 << 16)
     n = int(megabytes * 1e6)
     with socket.create_connection((task.host, task.port), timeout=60) as s:

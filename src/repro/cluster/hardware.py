@@ -43,6 +43,7 @@ class Profile:
     topology: str
     t_grad_s: dict
     batch: int | None = None
+    ps_on_workers: bool = False  # PS task k on worker k's node (the thesis' distributed server)
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -81,7 +82,7 @@ def load(name: str) -> Profile:
         t_grad = {m: raw["batch"] / float(v) for m, v in raw["images_per_s"].items()}
     return Profile(name=name, paper=raw["paper"], description=raw["description"], source=" ".join(raw["source"].split()),
                    link=raw["link"], topology=" ".join(raw["topology"].split()), t_grad_s=t_grad,
-                   batch=raw.get("batch"))
+                   batch=raw.get("batch"), ps_on_workers=bool(raw.get("ps_on_workers", False)))
 
 
 def load_for(name: str, models) -> Profile:

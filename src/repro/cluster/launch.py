@@ -58,11 +58,16 @@ class Network:
     ``"25gbit"``), so node-to-node traffic crosses two limited links, like hosts on a
     switch. ``burst`` and ``latency`` are tbf's bucket size and queueing limit. Needs
     ``netns`` isolation. No delay or loss (``netem`` is not in this kernel).
+
+    ``ps_on_workers``: parameter-server task k shares worker k's node (its namespace, address
+    and link; port 2223), as on clusters where every machine runs a worker and one PS shard:
+    what worker k pulls from and pushes to its own shard never crosses a link.
     """
 
     bandwidth: str = "1gbit"
     burst: str = "256kb"
     latency: str = "50ms"
+    ps_on_workers: bool = False
 
     def validate(self) -> dict:
         for name, rx in (("bandwidth", _RATE), ("burst", _SIZE), ("latency", _TIME)):
@@ -70,7 +75,8 @@ class Network:
             if not isinstance(value, str) or not rx.match(value):
                 raise ClusterError(f"network {name} {value!r} is not in tc syntax (e.g. bandwidth='1gbit', "
                                    "burst='256kb', latency='50ms')")
-        return {"bandwidth": self.bandwidth, "burst": self.burst, "latency": self.latency}
+        return {"bandwidth": self.bandwidth, "burst": self.burst, "latency": self.latency,
+                "ps_on_workers": bool(self.ps_on_workers)}
 
 
 @dataclass
@@ -286,6 +292,9 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
         raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
     if net and cluster is not None:
         raise ClusterError("an emulated network assigns its own addresses: pass workers/ps/chief, not cluster")
+    if net and net["ps_on_workers"] and ps > workers:
+        raise ClusterError(f"ps_on_workers puts PS task k on worker k's node: {ps} PS tasks need >= {ps} workers, "
+                           f"not {workers}")
     if cluster is not None and mode == "netns":
         remote = [t.name for t in cluster.tasks if not is_local(t)]
         if remote:

@@ -45,6 +45,19 @@ NODE_PORT = 2222
 BRIDGE = "rcbr0"
 
 
+def _emulated_entries(roles: list[tuple[str, int]], ps_on_workers: bool) -> list[tuple[str, str, int]]:
+    """``(role, address, port)`` of every task: node k (from 1) is 10.77.0.k; with ``ps_on_workers``
+    PS task k has no node of its own but is on worker k's, one port up."""
+    names = [role for role, n in roles for _ in range(n)]
+    if not ps_on_workers:
+        return [(role, f"{SUBNET}.{k}", NODE_PORT) for k, role in enumerate(names, 1)]
+    nodes = [i for i, role in enumerate(names) if role != "ps"]  # the chief's and the workers'
+    host = {i: f"{SUBNET}.{k}" for k, i in enumerate(nodes, 1)}
+    ps_hosts = iter([host[i] for i in nodes if names[i] == "worker"])
+    return [(role, next(ps_hosts), NODE_PORT + 1) if role == "ps" else (role, host[i], NODE_PORT)
+            for i, role in enumerate(names)]
+
+
 class ClusterTimeout(ClusterError):
     """A cluster process did not become ready, or the job did not finish, in time."""
 
@@ -92,7 +105,8 @@ class Supervisor:
         self.procs: dict[str, dict] = {}  # name -> record (with "popen" while alive)
         self.spec: ClusterSpec | None = None
         self.exposure: dict | None = None
-        self.veths: dict[str, str] = {}
+        self.veths: dict[str, str] = {}  # link name (the tasks on its node, '+'-joined) -> bridge-side veth
+        self.nodes: dict[str, int] = {}  # emulated network: node address -> pid of the task holding its namespace
         self.links: dict[str, dict[str, int]] = {}
 
     # ------------------------------------------------------------------ setup
@@ -108,9 +122,8 @@ class Supervisor:
             check_ports_free(spec.tasks)
             return spec
         roles = [("chief", int(self.plan["chief"])), ("ps", self.plan["ps"]), ("worker", self.plan["workers"])]
-        if self.plan.get("network"):  # one namespace per task: 10.77.0.k, the same port everywhere
-            names = [role for role, n in roles for _ in range(n)]
-            return make_spec([(role, f"{SUBNET}.{k}", NODE_PORT) for k, role in enumerate(names, 1)],
+        if self.plan.get("network"):  # one namespace per node: 10.77.0.k, the same port everywhere
+            return make_spec(_emulated_entries(roles, self.plan["network"].get("ps_on_workers", False)),
                              source="emulated cluster")
         host = "127.0.0.1"
         ports = iter(free_ports(sum(n for _, n in roles), host))
@@ -129,14 +142,16 @@ class Supervisor:
             "REPRO_CLUSTER_KWARGS": json.dumps(self.plan.get("kwargs") or {}),
         })
         log = self.logs / f"{task.slug}.log"
-        if self.plan.get("network"):  # own network namespace; the node waits for its address
-            argv = ["unshare", "--net", "--"] + argv
+        host_pid = self.nodes.get(task.host)
+        if self.plan.get("network"):  # the node's network namespace (the first task makes it); it waits for its address
+            argv = (["nsenter", "--target", str(host_pid), "--net", "--"] if host_pid else ["unshare", "--net", "--"]) + argv
             env["REPRO_CLUSTER_WAIT_ADDRESS"] = "1"
         with open(log, "ab") as out:
             popen = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      cwd=self.plan.get("cwd") or None)
-        if self.plan.get("network"):
+        if self.plan.get("network") and not host_pid:
             self._attach(task, popen.pid)
+            self.nodes[task.host] = popen.pid
         self.procs[task.name] = {"name": task.name, "role": task.role, "index": task.index, "address": task.address,
                                  "kind": kind, "pid": popen.pid, "log": str(log.relative_to(self.run_dir)),
                                  "started_s": round(time.monotonic() - self.t0, 3), "exit_code": None,
@@ -181,11 +196,12 @@ class Supervisor:
         # The address last: the task waits for it (node._wait_address), so when it can bind it, its link is
         # up, shaped and routed. Adding it earlier let a task connect before its link was up (ENETUNREACH).
         self._ip("ip", "addr", "add", f"{task.host}/24", "dev", "eth0", pid=pid)
-        self.veths[task.name] = veth
+        self.veths["+".join(t.name for t in self.spec.tasks if t.host == task.host)] = veth
 
     def link_bytes(self) -> dict[str, dict[str, int]]:
-        """Bytes each task sent and received on its link (bridge-side veth; the bridge side receives what
-        the task sends). A task's link disappears with its namespace when it exits, so the last sample
+        """Bytes each node sent and received on its link (bridge-side veth; the bridge side receives what
+        the node sends), keyed by the node's tasks ('+'-joined: ``ps:0+worker:0`` with ``ps_on_workers``).
+        A node's link disappears with its namespace when it exits, so the last sample
         (taken every 0.2 s while the job runs) stands for it."""
         dev = interface_bytes()
         for name, v in self.veths.items():

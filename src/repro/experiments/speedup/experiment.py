@@ -231,7 +231,7 @@ def _glue_emulated(result: Result) -> None:
     p, s = result.params, result.summary.get("emulated")
     keys = ("sp_emu_profile", "sp_emu_shape", "sp_emu_dilations", "sp_emu_checks", "sp_emu_check_max",
             "sp_emu_dilation_check", "sp_emu_mape_thesis", "sp_emu_mape_extended", "sp_emu_misses", "sp_emu_left_out",
-            "sp_emu_topology")
+            "sp_emu_topology", "sp_emu_distributed")
     glue("sp_emu_tol", f"{emulation.CHECK_TOLERANCE:.0%}")
     glue("sp_emu_rtol", f"{emulation.REPORTED_RTOL:.0%} ({emulation.REPORTED_RTOL_SOURCE})")
     glue("sp_emu_tol_mape", f"{emulation.MISS_LIMIT:.0%}")
@@ -245,6 +245,7 @@ def _glue_emulated(result: Result) -> None:
          f"{p['num_classes']} classes, B = {p['emulate_batch']}, D = {p['emulate_batches']}, "
          f"N = {', '.join(map(str, p['emulate_workers']))}")
     glue("sp_emu_topology", prof.topology)
+    glue("sp_emu_distributed", emulation.distributed_note(result.tables))
     glue("sp_emu_dilations", ", ".join(f"{k:g}" for k in s["dilations"]))
     glue("sp_emu_checks", f"{s['checks_within']} of {s['checks_total']}")
     glue("sp_emu_check_max", f"{100 * s['max_check_error']:.1f} %")

@@ -30,7 +30,8 @@ parameter ``measure`` is true. Every number comes from real processes started by
      - **latency**: every closure and every synchronous update pays the measured round trip
        ``t_lat``; and with the distributed server the N shards are separate processes here (no
        shard is local to its worker), so a worker moves all its weights: ``2 t_comm``, not
-       ``2 t_comm (N-1)/N``.
+       ``2 t_comm (N-1)/N`` (the emulated thesis cluster puts shard k on worker k's node:
+       :func:`remote_share`).
 
 4. **errors**: absolute percentage error of each model's predicted time per configuration,
    their mean (MAPE) per mode and server, and whether each model picks the measured best
@@ -64,7 +65,7 @@ FORWARD_SHARE = 1 / 3  # forward pass / (forward + backward): the usual "backwar
 
 def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
                   t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False,
-                  cpu_closure: float = 0.0, overlap: bool = True) -> float:
+                  cpu_closure: float = 0.0, overlap: bool = True, remote_share: float = 1.0) -> float:
     """Predicted training time of D batches (the extended model; see the module docstring).
 
     ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split);
@@ -79,7 +80,8 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
       (the thesis' best case); async on the central server is bounded by the server's link,
       ``D max(t_pull, t_push)``, links being full duplex;
     * distributed server: each worker moves its weights over its own link (shards are separate
-      processes here), ``t_pull`` + ``t_push`` per closure;
+      processes here), ``t_pull`` + ``t_push`` per closure; times ``remote_share`` where shard k is
+      on worker k's node (:func:`remote_share`);
     * sync modes pay one more call per iteration (the update applied on the PS);
     * capacity: the whole run cannot be shorter than its closures' CPU-seconds spread over C cores.
 
@@ -100,10 +102,10 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
             t_iter = (t_lat + n * t_pull + (max(t_push, (1 - f) * g) if overlap else g + t_push) if semaphore
                       else closure(n * t_pull, n * t_push))
         else:
-            t_iter = closure(t_pull, t_push)
+            t_iter = closure(t_pull * remote_share, t_push * remote_share)
         total, closures = its * (t_iter + t_lat), its * n
     else:
-        c = closure(t_pull, t_push)
+        c = closure(t_pull, t_push) if server == "central" else closure(t_pull * remote_share, t_push * remote_share)
         if server == "central":
             link = max(t_pull, t_push)
             total = max(d * link + c - link, d / n * c)
@@ -111,6 +113,16 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
             total = d / n * c
         closures = d
     return max(total, closures * cpu_closure / cores)
+
+
+def remote_share(shard_elements: list[int]) -> float:
+    """With shard k on worker k's node: the busiest link direction's bytes per synchronous pull (or push),
+    as a share of all the weights. Node k receives what worker k pulls from the other shards,
+    ``W - s_k``, and sends what the other N - 1 workers pull from shard k, ``(N - 1) s_k``; the
+    thesis' ``(N - 1) / N`` where the shards are equal (Algorithm 3.7 balances them as far as the
+    layers allow)."""
+    w, n = float(sum(shard_elements)), len(shard_elements)
+    return max(max(w - s, (n - 1) * s) for s in shard_elements) / w
 
 
 # ----------------------------------------------------------------------------- running
@@ -189,7 +201,7 @@ def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.Dat
             kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
         res = cluster.run_cluster(
             f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
-            network=emu.network(p["train_link"], k) if emu else _network_arg(p["train_link"]), env=env,
+            network=emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"]), env=env,
             timeout=p["timeout"], ready_timeout=180, run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
         for net in res.results["chief:0"]["networks"]:
             rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
@@ -206,7 +218,8 @@ def _run_row(net: dict, r: dict, n: int, k: float, res) -> dict:
     if res is not None:  # emulated: the dilation, and the busiest link direction's rate in emulated time
         moved = res.bytes_between(*r["window"])
         busiest = max(max(v["sent"], v["received"]) for v in moved.values())
-        row.update({"dilation": k, "wall_s": r["seconds"], "busiest_link_mbps": busiest * 8 / r["seconds"] * k / 1e6})
+        row.update({"dilation": k, "wall_s": r["seconds"], "busiest_link_mbps": busiest * 8 / r["seconds"] * k / 1e6,
+                    "ps_on_workers": any("+" in link for link in moved)})
     return row
 
 
@@ -237,12 +250,14 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emula
         t_comm = (t_pull + t_push) / 2
         cpu = sum(_probe_value(pr, link, r.network, q, bb, "cpu_s") for q, bb in (
             ("t_grad", r.closure_batch), ("t_pull", None), ("t_push", None), ("t_latency", None)))
+        local = r.server == "distributed" and bool(getattr(r, "ps_on_workers", False))
+        share = remote_share([int(x) for x in str(r.shard_elements).split()]) if local else 1.0
         thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
                                    semaphore=bool(r.semaphore))["t_train"].iloc[0])
         ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat,
                             max(cores, int(r.workers)) if emulated else cores,
                             1 if emulated else p["threads_per_worker"], bool(r.semaphore),
-                            0.0 if emulated else cpu, overlap=not emulated)
+                            0.0 if emulated else cpu, overlap=not emulated, remote_share=share)
         server = r.server + ("+semaphore" if r.semaphore else "")
         rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
                      "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,
