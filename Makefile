@@ -13,7 +13,7 @@ book: $(STAMP)
 	$(BIN)/repro book --profile $(PROFILE)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -v
+	$(BIN)/python -m pytest -v --durations=25
 
 env: $(STAMP)
 

@@ -263,8 +263,37 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
     out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
     assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency"}
-    assert all(m.basis == "emulated" and "[emulated k80-p2.16xlarge]" in m.ours for m in out.values())
+    assert all(m.basis == "emulated" and "[emulated k80-p2.16xlarge, 1 run(s)]" in m.ours for m in out.values())
+    assert all(m.runs == 1 for m in out.values())
     assert out["vgg_worst"].holds is True and out["ps_efficiency"].holds is True
     assert out["ring_scaling"].holds is False  # VGG16 gains per added process too: "every model but VGG16" fails
     assert out["ring_vs_ps"].value == pytest.approx(0.6 / 0.5)  # the ratio farthest from the paper's 2x (vgg16)
     assert verdicts.emulated(tables, {"emulate": "none"}) == {}
+
+
+def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():
+    from repro.core import claims as core_claims
+    from repro.experiments.distributed import emulation as de
+    from repro.experiments.distributed import verdicts
+    from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
+
+    rows = []
+    for run, jitter in ((1, 1.0), (2, 1.04)):
+        for model, per in (("resnet50", 49.0), ("vgg16", 36.0)):
+            for n in (1, 2, 4):
+                for method, e in {"ring": 0.9 if model == "resnet50" else 0.6, "ps_sync": 0.5, "ps_async": 0.5}.items():
+                    rows.append({"method": method, "workers": n, "model": model, "run": run, "dilation": 2.0,
+                                 "hardware": "k80-p2.16xlarge",
+                                 "total_images_per_sec": per * n * (e if n > 1 else 1.0) * jitter})
+    each = pd.DataFrame(rows)
+    tp = de.mean_of_runs(each)
+    assert len(tp) == len(each) / 2 and (tp["runs"] == 2).all()
+    assert tp["run_spread"].to_numpy() == pytest.approx(0.04)
+    one = tp[(tp["model"] == "resnet50") & (tp["method"] == "ring") & (tp["workers"] == 1)]
+    assert one["total_images_per_sec"].iloc[0] == pytest.approx(49.0 * 1.02)  # the mean of 49 and 50.96
+    tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
+    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    assert all(m.runs == 2 and "2 run(s)" in m.ours for m in out.values())
+    said = core_claims.load("distributed")
+    assert core_claims.verdict(said["async_vs_sync"], out["async_vs_sync"]).startswith("reproduced")  # 1.00 vs ~1
+    assert core_claims.verdict(said["vgg_worst"], out["vgg_worst"]).startswith("reproduced")

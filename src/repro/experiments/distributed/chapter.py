@@ -117,7 +117,8 @@ def _glue_emulated(result: Result) -> None:
     glue("dist_emu_topology", prof.topology)
     glue("dist_emu_shape", f"{', '.join(p['emulate_models'])} at the paper's sizes, batch {p['batch_size']}, "
          f"{', '.join(p['emulate_methods'])} at {', '.join(map(str, p['emulate_workers']))} workers, "
-         f"{p['emulate_steps']} timed steps after {p['emulate_warmup_steps']} warm-up")
+         f"{p['emulate_steps']} timed steps after {p['emulate_warmup_steps']} warm-up, "
+         f"{p.get('emulate_repeats', 1)} independent run(s) of the grid (the tables show their mean)")
     glue("dist_emu_dilations", ", ".join(f"{k:g}" for k in sorted(tp["dilation"].unique())))
     glue("dist_emu_checks", f"{int(checks['within'].sum())} of {len(checks)} (largest error "
          f"{100 * checks['error'].abs().max():.1f} %)" if len(checks) else "none run")

@@ -11,8 +11,10 @@ per cluster the least factor the cores can carry (25 Gb/s per link needs a large
 divided by it. Horovod does not run on the emulated network (Gloo advertises a loopback address
 in the namespaces and its peers cannot connect), so its rows are not measured.
 
-Tables: ``emulated_throughput``, ``emulated_scaling``, ``emulated_ratios`` (as the real ones) and
-``emulation_checks`` (one worker, no communication: images/sec = batch / t_grad).
+Tables: ``emulated_runs`` (every cluster run; ``emulate_repeats`` independent runs of the grid),
+``emulated_throughput`` (their mean, with ``runs`` and the spread), ``emulated_scaling``,
+``emulated_ratios`` (as the real ones, from the means) and ``emulation_checks`` (one worker, no
+communication: images/sec = batch / t_grad, every run).
 """
 
 from __future__ import annotations
@@ -98,27 +100,44 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     summary = []
     if "horovod" in p["emulate_methods"]:
         run.note("emulated horovod", HOROVOD_NOT_EMULATED)
-    for c in todo:
-        if c["method"] == "horovod":
-            continue
-        net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
-        s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / f"emulated-{c['method']}-{c['workers']}",
-                                network=net, models=models,
-                                emulate={"t_grad": t_grad, "dilation": c["dilation"]})
-        summary += [dict(r, dilation=c["dilation"], hardware=prof.name) for r in s]
-    tp = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
-    return {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp),
-            "emulation_checks": checks(tp, t_grad, p["batch_size"])}
+    repeats = p["emulate_repeats"]
+    for rep in range(1, repeats + 1):  # the whole grid once, then again: a slow spell of the machine hits one run
+        for c in (c for c in todo if c["method"] != "horovod"):
+            name = f"emulated-{c['method']}-{c['workers']}" + (f"-run{rep}" if repeats > 1 else "")
+            net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
+            s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / name, network=net,
+                                    models=models, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+            summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
+    each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
+    tp = mean_of_runs(each)
+    return {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
+            "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"])}
+
+
+KEYS = ["model", "method", "workers"]
+
+
+def mean_of_runs(each: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, method, workers): the mean of its independent runs, their count (``runs``) and
+    the relative spread of their total images/sec (max / min - 1)."""
+    numeric = [c for c in each.select_dtypes("number").columns if c not in KEYS + ["run"]]
+    other = [c for c in each.columns if c not in numeric + KEYS + ["run"]]
+    g = each.groupby(KEYS, sort=False)
+    out = g.agg({**{c: "mean" for c in numeric}, **{c: "first" for c in other}})
+    out["runs"] = g.size()
+    tot = g["total_images_per_sec"]
+    out["run_spread"] = tot.max() / tot.min() - 1
+    return out.reset_index()[[c for c in each.columns if c != "run"] + ["runs", "run_spread"]]
 
 
 def checks(tp: pd.DataFrame, t_grad: dict, batch: int) -> pd.DataFrame:
-    """One ring worker has nothing to communicate: its images/sec must be batch / t_grad."""
+    """One ring worker has nothing to communicate: its images/sec must be batch / t_grad (every run)."""
     rows = []
     for r in tp[(tp["method"] == "ring") & (tp["workers"] == 1)].itertuples():
         want = batch / t_grad[r.model]
         rows.append({"check": "one ring worker, no communication: images/sec = batch / t_grad", "model": r.model,
-                     "expected": want, "measured": r.total_images_per_sec,
+                     "run": getattr(r, "run", 1), "expected": want, "measured": r.total_images_per_sec,
                      "error": r.total_images_per_sec / want - 1, "dilation": r.dilation})
-    out = pd.DataFrame(rows, columns=["check", "model", "expected", "measured", "error", "dilation"])
+    out = pd.DataFrame(rows, columns=["check", "model", "run", "expected", "measured", "error", "dilation"])
     out["within"] = out["error"].abs() <= CHECK_TOLERANCE
     return out

@@ -189,10 +189,11 @@ def emulated(tables: dict, p: dict) -> dict[str, Measured]:
     g = _Grid(tp, tables["emulated_scaling"], tables["emulated_ratios"][tables["emulated_ratios"]["workers"] == workers[-1]],
               int(workers[-1]), int(workers[0]), False, "")
     out = {}
+    n_runs = int(tp["runs"].min()) if "runs" in tp else 1  # independent runs behind every emulated number
     for f in EMULATED_FINDINGS:
         m = f(g)
         if not m.gate:
-            m.ours, m.basis = f"{m.ours} [emulated {p['emulate']}]", "emulated"
+            m.ours, m.basis, m.runs = f"{m.ours} [emulated {p['emulate']}, {n_runs} run(s)]", "emulated", n_runs
             m.evidence = "distributed-emulated-throughput"
             out[f.__name__] = m
     return out
