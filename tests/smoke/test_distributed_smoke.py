@@ -10,7 +10,7 @@ import pytest
 from repro import cluster
 from repro.core import claims
 from repro.experiments.distributed import experiment as distributed
-from repro.experiments.distributed import runs, verdicts
+from repro.experiments.distributed import verdicts
 from repro.experiments.distributed.programs import horovod_available
 
 NETNS = cluster.netns_available()
@@ -103,8 +103,11 @@ def test_smoke_notebook_results(smoke_runs):
     assert faults.loc["ps_sync", "completed"] == faults.loc["ps_sync", "scheduled"] == 2 * steps
     assert faults.loc["ps_sync", "updates"] == steps
     assert faults.loc["ring", "outcome"] == "stopped with an error"
-    assert "worker:1 was killed by SIGKILL" in faults.loc["ring", "error"]
+    assert faults.loc["ring", "error"] == "worker:1 was killed by SIGKILL while running the program"
     assert (faults["orphans"] == 0).all()
+    # one trial decides the finding as such; the ledger's rule (stochastic: two runs) makes it not comparable above
+    finding = verdicts.fault_tolerance(faults.reset_index())
+    assert claims.verdict(claims.load(distributed.NAME)["fault_tolerance"], finding) == "reproduced"
     # Table 1 audit at the paper's input sizes: Keras parameter counts, FLOPs by layer arithmetic
     t1 = pd.read_csv(run_dir / "table1.csv").set_index("model")
     assert t1.loc["vgg16", "ours_params_m"] == pytest.approx(138.357544)
@@ -124,25 +127,6 @@ def test_smoke_notebook_results(smoke_runs):
     assert bw["measured_over_analytic"].between(1.0, 2.0).all()  # +-0.2 s sampling may add a warm-up step
     slow = bw.set_index(["method", "bandwidth"])
     assert (slow.loc[("ring", "10mbit"), "total_images_per_sec"] < slow.loc[("ring", "100mbit"), "total_images_per_sec"])
-
-
-@pytest.mark.slow
-def test_killed_worker_async_ps_finishes_and_ring_stops_without_orphans(tmp_path):
-    from repro.core import params
-
-    p = {**params.spec("distributed").resolve("smoke"), "steps": 10}
-    faults = runs.fault_runs(p, tmp_path).set_index("method")
-    assert faults.loc["ps_async", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_async", "completed"] == faults.loc["ps_async", "scheduled"] == 20 and faults.loc["ps_async", "lost"] == 0
-    assert faults.loc["ps_sync", "outcome"] == "finished with the remaining worker"
-    assert faults.loc["ps_sync", "completed"] == 20 and faults.loc["ps_sync", "updates"] == 10
-    assert faults.loc["ring", "outcome"] == "stopped with an error"
-    assert faults.loc["ring", "error"] == "worker:1 was killed by SIGKILL while running the program"
-    assert (faults["orphans"] == 0).all()
-    finding = verdicts.fault_tolerance(faults.reset_index())
-    claim = claims.load(distributed.NAME)["fault_tolerance"]
-    assert claims.verdict(claim, finding) == "reproduced"  # for one trial; the ledger's rule then asks for a second
-    assert "sync PS (control): finished with the remaining worker too" in finding.ours
 
 
 def _check_emulation(run_dir):
