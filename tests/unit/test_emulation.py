@@ -297,3 +297,23 @@ def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():
     said = core_claims.load("distributed")
     assert core_claims.verdict(said["async_vs_sync"], out["async_vs_sync"]).startswith("reproduced")  # 1.00 vs ~1
     assert core_claims.verdict(said["vgg_worst"], out["vgg_worst"]).startswith("reproduced")
+
+
+def test_limits_say_where_the_emulated_grid_stops_and_why():
+    from repro.experiments.distributed import emulation as de
+    from repro.experiments.distributed.chapter import limits_text
+
+    lim = de.limits(_dist_params(), AUDIT, workers=(2, 8, 20), cores=2, available=20e9).set_index(
+        ["method", "workers", "model"])
+    per_flow = hardware.cpu_needed(1, "25gbit", 1.0) / (2 * hardware.machine()["headroom"])
+    assert lim.loc[("ring", 20, "resnet50"), "dilation"] == pytest.approx(40 * per_flow, abs=0.1)  # 20 links, both ways
+    assert lim.loc[("ps_sync", 20, "resnet50"), "dilation"] == lim.loc[("ps_sync", 2, "resnet50"), "dilation"]
+    # 20 ring members hold 3 copies of VGG16 each (553 MB): 33 GB + 20 processes, more than 20 GB
+    assert not lim.loc[("ring", 20, "vgg16"), "fits_in_memory"] and lim.loc[("ring", 2, "vgg16"), "fits_in_memory"]
+    assert lim.loc[("ring", 20, "vgg16"), "memory_gb"] == pytest.approx((3 * 20 * 553.43e6 + 20 * 400e6) / 1e9, rel=1e-3)
+    # a ring step costs the dilated wait plus the dilated transfer of 2 (N - 1) / N of the weights
+    k, tg = lim.loc[("ring", 8, "resnet50"), "dilation"], 32 / 49
+    wire = hardware.transfer_seconds(2 * 7 / 8 * 4e6 * 25.64, "25gbit")
+    assert lim.loc[("ring", 8, "resnet50"), "minutes_warmup_and_step"] == pytest.approx(2 * k * (tg + wire) / 60, rel=0.01)
+    text = limits_text(lim.reset_index())
+    assert "vgg16 8 (ring) / 8 (PS)" in text and "resnet50 20 (ring) / 20 (PS)" in text and "a ring of 20" in text

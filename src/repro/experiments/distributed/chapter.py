@@ -106,7 +106,8 @@ def _glue_emulated(result: Result) -> None:
     from repro.cluster import hardware
 
     glue, p = report.glue, result.params
-    keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology")
+    keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology",
+            "dist_emu_limits")
     if p.get("emulate", "none") == "none" or "emulated_throughput" not in result.tables:
         for key in keys:
             glue(key, NOT_EMULATED)
@@ -122,3 +123,18 @@ def _glue_emulated(result: Result) -> None:
     glue("dist_emu_dilations", ", ".join(f"{k:g}" for k in sorted(tp["dilation"].unique())))
     glue("dist_emu_checks", f"{int(checks['within'].sum())} of {len(checks)} (largest error "
          f"{100 * checks['error'].abs().max():.1f} %)" if len(checks) else "none run")
+    lim = result.tables.get("emulated_limits")
+    glue("dist_emu_limits", limits_text(lim) if lim is not None and len(lim) else "not computed in this run")
+
+
+def limits_text(lim) -> str:
+    """Where the emulated grid stops here: the most workers each model fits in memory, and the ring's cost."""
+    fit = lim[lim["fits_in_memory"]].groupby(["model", "method"])["workers"].max().unstack()
+    most = ", ".join(f"{m} {int(r.get('ring', 0) or 0)} (ring) / {int(r.get('ps_sync', 0) or 0)} (PS)"
+                     for m, r in fit.iterrows())
+    top = lim[(lim["method"] == "ring") & (lim["workers"] == lim["workers"].max())]
+    ps = lim[lim["method"] == "ps_sync"]["dilation"]
+    return (f"the most workers whose model copies fit in this machine's memory: {most}; a ring of "
+            f"{int(top['workers'].iloc[0])} needs dilation {top['dilation'].iloc[0]:g}, "
+            f"{top['minutes_warmup_and_step'].min():.0f}-{top['minutes_warmup_and_step'].max():.0f} min per model for one "
+            f"warm-up and one timed step, while the PS link needs {ps.max():g} at any N")

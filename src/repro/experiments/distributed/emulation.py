@@ -111,7 +111,8 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
     return {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
-            "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"])}
+            "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"]),
+            "emulated_limits": limits(p, audit)}
 
 
 KEYS = ["model", "method", "workers"]
@@ -128,6 +129,39 @@ def mean_of_runs(each: pd.DataFrame) -> pd.DataFrame:
     tot = g["total_images_per_sec"]
     out["run_spread"] = tot.max() / tot.min() - 1
     return out.reset_index()[[c for c in each.columns if c != "run"] + ["runs", "run_spread"]]
+
+
+LIMIT_WORKERS = (2, 4, 6, 8, 10, 12, 16, 20)  # the paper's PS grid went to 10 processes, Horovod to 20
+
+
+def limits(p: dict, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | None = None,
+           available: float | None = None) -> pd.DataFrame:
+    """Where the emulated grid stops on this machine, and why: per method, model and worker count the
+    dilation the cores need (:func:`flows`), the memory the cluster needs (refused above what is
+    available), and the wall minutes of one warm-up plus one timed step (the dilated wait and the
+    busiest link's transfer: a ring member's 2 (N - 1) / N of the weights, the PS link's N copies)."""
+    import psutil
+
+    cores = cores or os.cpu_count() or 1
+    available = available if available is not None else float(psutil.virtual_memory().available)
+    prof, a = hardware.load(p["emulate"]), audit.set_index("model")
+    room = cores * float(hardware.machine()["headroom"])
+    models = [m for m in a.index if m in prof.t_grad_s and pd.notna(a.loc[m, "ours_params_m"])]
+    rows = []
+    for method in ("ring", "ps_sync"):
+        for n in workers:
+            k = max(1.0, hardware.cpu_needed(flows(method, n, p["ps"]), prof.link, 1.0) / room)
+            ps = 0 if method == "ring" else p["ps"]
+            copies = COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0)
+            for m in models:
+                size = 4e6 * float(a.loc[m, "ours_params_m"])
+                need = size * copies + (n + ps + (1 if ps else 0)) * hardware.PROCESS_BASE_BYTES
+                busiest = 2 * (n - 1) / n * size if method == "ring" else n * size / ps
+                step = k * (prof.t_grad(m, p["batch_size"], prof.batch) + hardware.transfer_seconds(busiest, prof.link))
+                rows.append({"method": method, "workers": n, "model": m, "dilation": round(k, 1),
+                             "memory_gb": need / 1e9, "fits_in_memory": need <= available,
+                             "minutes_warmup_and_step": 2 * step / 60})
+    return pd.DataFrame(rows)
 
 
 def checks(tp: pd.DataFrame, t_grad: dict, batch: int) -> pd.DataFrame:
