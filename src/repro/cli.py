@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -189,7 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-
+    # A shell without job control starts background commands (`repro run all &`, a CI script run with
+    # nohup) with SIGINT ignored, and Python then keeps it ignored: `kill -INT` would do nothing, and
+    # every kernel and cluster process started from here would inherit the ignore. `repro` always stops.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

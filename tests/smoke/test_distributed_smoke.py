@@ -88,7 +88,7 @@ def test_smoke_notebook_results(smoke_runs):
     assert findings.drop(index=[fault_claim, scaling_claim])["verdict"].str.startswith("not measured").all()
     # ring scaling is decided by the emulated K80 cluster (ResNet50 gains from 1 to 2 workers): one run
     assert findings.loc[scaling_claim, "basis"] == "emulated"
-    assert "[emulated k80-p2.16xlarge]" in findings.loc[scaling_claim, "ours"]
+    assert "[emulated k80-p2.16xlarge, 1 run(s)]" in findings.loc[scaling_claim, "ours"]
     assert findings.loc[scaling_claim, "verdict"].startswith(("not comparable (1 run", "differs"))
     _check_emulation(run_dir)
     # a worker killed mid-run: async PS finishes every scheduled step, ring all-reduce stops; no orphans.

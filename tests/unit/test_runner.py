@@ -16,8 +16,9 @@ from repro.core import runner
 
 def _fake_kernel(ignore_sigint: bool):
     """A child in its own session whose command line names ipykernel, as jupyter_client starts kernels."""
+    # explicit either way: a test run started in the background by a shell inherits SIGINT ignored
     code = ("import signal, time\n"
-            + ("signal.signal(signal.SIGINT, signal.SIG_IGN)\n" if ignore_sigint else "")
+            + f"signal.signal(signal.SIGINT, signal.{'SIG_IGN' if ignore_sigint else 'SIG_DFL'})\n"
             + "time.sleep(120)\n")
     return subprocess.Popen([sys.executable, "-c", code, "ipykernel_launcher"], start_new_session=True,
                             stderr=subprocess.DEVNULL)
