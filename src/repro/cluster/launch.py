@@ -50,9 +50,10 @@ _TIME = re.compile(r"^\d+(\.\d+)?(ms|us|s)$")
 
 @dataclass
 class Network:
-    """Emulated network for a local cluster: every task in its own network namespace.
+    """Emulated network for a local cluster: every node in its own network namespace (a node per task,
+    except with ``ps_on_workers``).
 
-    Each task gets ``eth0`` (address ``10.77.0.<k>``, k = its place in the cluster, from 1),
+    Each node gets ``eth0`` (address ``10.77.0.<k>``, k = its place in the cluster, from 1),
     joined by a veth pair to a bridge in the cluster's namespace. ``tc qdisc tbf`` limits
     each direction of every link to ``bandwidth`` (tc syntax: ``"100mbit"``, ``"1gbit"``,
     ``"25gbit"``), so node-to-node traffic crosses two limited links, like hosts on a
