@@ -57,6 +57,18 @@ def _model_bytes(p: dict, audit: pd.DataFrame) -> dict[str, float]:
     return {m: 4e6 * float(a.loc[m, "ours_params_m"]) for m in p["emulate_models"]}
 
 
+def least_dilation(method: str, n: int, p: dict, link: str, cores: int) -> float:
+    """The least time dilation (>= 1) whose transfers ``cores`` x headroom can carry."""
+    room = cores * float(hardware.machine()["headroom"])
+    return max(1.0, hardware.cpu_needed(flows(method, n, p["ps"]), link, 1.0) / room)
+
+
+def footprint(method: str, n: int, p: dict) -> tuple[float, int]:
+    """(copies of the model, TensorFlow processes) of one emulated cluster."""
+    ps = 0 if method in ("ring", "horovod") else p["ps"]
+    return COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0), n + ps + (1 if ps else 0)
+
+
 def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: float | None = None) -> list[dict]:
     """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
     import psutil
@@ -72,11 +84,9 @@ def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: floa
                 k = p["dilation"]
                 hardware.check_dilation(f, prof.link, k, cores, what)
             else:
-                room = cores * float(hardware.machine()["headroom"])
-                k = round(max(1.0, hardware.cpu_needed(f, prof.link, 1.0) / room), 2)
-            ps = 0 if method in ("ring", "horovod") else p["ps"]
-            copies = COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0)
-            hardware.check_memory(max(sizes.values()), copies, n + ps + (1 if ps else 0), available,
+                k = round(least_dilation(method, n, p, prof.link, cores), 2)
+            copies, processes = footprint(method, n, p)
+            hardware.check_memory(max(sizes.values()), copies, processes, available,
                                   f"the emulated cluster {what} ({', '.join(p['emulate_models'])})")
             out.append({"method": method, "workers": n, "dilation": k})
     return out
@@ -145,18 +155,16 @@ def limits(p: dict, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | Non
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
     prof, a = hardware.load(p["emulate"]), audit.set_index("model")
-    room = cores * float(hardware.machine()["headroom"])
     models = [m for m in a.index if m in prof.t_grad_s and pd.notna(a.loc[m, "ours_params_m"])]
     rows = []
     for method in ("ring", "ps_sync"):
         for n in workers:
-            k = max(1.0, hardware.cpu_needed(flows(method, n, p["ps"]), prof.link, 1.0) / room)
-            ps = 0 if method == "ring" else p["ps"]
-            copies = COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0)
+            k = least_dilation(method, n, p, prof.link, cores)
+            copies, processes = footprint(method, n, p)
             for m in models:
                 size = 4e6 * float(a.loc[m, "ours_params_m"])
-                need = size * copies + (n + ps + (1 if ps else 0)) * hardware.PROCESS_BASE_BYTES
-                busiest = 2 * (n - 1) / n * size if method == "ring" else n * size / ps
+                need = size * copies + processes * hardware.PROCESS_BASE_BYTES
+                busiest = 2 * (n - 1) / n * size if method == "ring" else n * size / p["ps"]
                 step = k * (prof.t_grad(m, p["batch_size"], prof.batch) + hardware.transfer_seconds(busiest, prof.link))
                 rows.append({"method": method, "workers": n, "model": m, "dilation": round(k, 1),
                              "memory_gb": need / 1e9, "fits_in_memory": need <= available,
