@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
 REQUIRE_EXTRAS = "REPRO_REQUIRE_EXTRAS"  # set by .ci/run: optional parts must be there, not skipped
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def need():
     """``need(what, present, how_to_get)``: skip with the reason where an optional part is absent.
 
@@ -45,7 +45,7 @@ def need():
     return check
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def need_jax(need):
     """Skip (fail under ``REPRO_REQUIRE_EXTRAS``) where JAX is not installed; asked in a child process,
     so that this one does not load JAX."""

@@ -1,16 +1,8 @@
-"""`optimizers` and `cost_study` run unchanged under KERAS_BACKEND=jax, on a machine without TensorFlow.
+"""The backend-portability pieces, without a backend: labels, figure stamps, thread settings, gates.
 
-Each run is a subprocess (its children too, for the cost study) in which importing ``tensorflow`` or
-``torch`` fails (a ``sitecustomize`` on ``PYTHONPATH``), as on a JAX-only install: any TensorFlow-only
-path of the experiment would make it fail. Keras itself imports TensorFlow lazily where it is
-installed (seeding, serialization); with it blocked, Keras does without.
+The experiments themselves run under JAX on a JAX-only machine in the GPU campaign's rehearsal
+(``tests/smoke/test_gpu_campaign_smoke.py``).
 """
-
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,98 +10,11 @@ from repro.book import plots
 from repro.core import provenance
 from repro.ml import training
 
-BLOCK = '''import sys
-class _Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorflow", "torch"):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a JAX-only machine)")
-sys.meta_path.insert(0, _Block())
-'''
-
-
-
-def _run_under_jax(tmp_path: Path, code: str) -> dict:
-    """Run ``code`` (which prints one JSON line last) under JAX with TensorFlow and PyTorch unimportable."""
-    block = tmp_path / "block"
-    block.mkdir()
-    (block / "sitecustomize.py").write_text(BLOCK)
-    env = {**os.environ, "KERAS_BACKEND": "jax", "REPRO_RESULTS": str(tmp_path / "results"), "MPLBACKEND": "Agg",
-           "PYTHONPATH": os.pathsep.join([str(block), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("XLA_FLAGS", None)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
 
 def _titles(fig) -> str:
     """Every title text of a figure (suptitle and axes' titles)."""
     sup = getattr(fig, "_suptitle", None)
     return " | ".join([sup.get_text() if sup else ""] + [ax.get_title() for ax in fig.axes])
-
-
-OPTIMIZERS_CODE = """
-import json, sys
-from repro.experiments.optimizers import experiment as e
-r = e.run('smoke', {'optimizers': ['sgd', 'adam'], 'train_samples': 384, 'test_samples': 128, 'epochs': 2,
-                    'learning_rate': 0.003, 'lr_grid': [0.003], 'filters': [8, 16, 16], 'dense_units': 32,
-                    'dropout': 0.2})
-figs = [e.plot_curves(r).figure, e.plot_overlay(r).figure, e.plot_sensitivity(r).figure]
-h = r['history'].query("variant == 'shared' and optimizer == 'adam'")
-print(json.dumps({'device': r.provenance['device'], 'run_dir': str(r.run_dir), 'losses': h['loss'].tolist(),
-                  'test_accuracy': h['test_accuracy'].tolist(), 'variants': sorted(set(r['history']['variant'])),
-                  'titles': [(f._suptitle.get_text() if f._suptitle else '') + ' ' + ' '.join(a.get_title() for a in f.axes)
-                             for f in figs],
-                  'tf': 'tensorflow' in sys.modules}))
-"""
-
-
-def test_optimizers_runs_unchanged_under_jax(need_jax, tmp_path):
-    out = _run_under_jax(tmp_path, OPTIMIZERS_CODE)
-    dev = out["device"]
-    assert dev["backend"] == "jax" and dev["backend_version"] and dev["device"] in ("CPU", "GPU")
-    assert not out["tf"] and out["variants"] == ["shared", "tuned"]
-    assert out["losses"][1] < out["losses"][0] and max(out["test_accuracy"]) > 0.2  # it learns (chance: 0.1)
-    run_dir = Path(out["run_dir"])
-    assert (run_dir / "ledger.csv").is_file() and (run_dir / "history.csv").is_file()
-    assert json.loads((run_dir / "provenance.json").read_text())["device"]["backend"] == "jax"
-    assert all(f"JAX {dev['backend_version']}, {dev['device']}" in t for t in out["titles"]), out["titles"]
-    assert not (run_dir.parent / ".checkpoints").exists() or not any((run_dir.parent / ".checkpoints").iterdir())
-
-
-COST_CODE = """
-import json, sys
-from repro.experiments.cost_study import experiment as e
-r = e.run('smoke', {'networks': ['mnist_cnn'], 'mnist_train_samples': 600, 'mnist_test_samples': 200,
-                    'mnist_epochs': 2, 'cores': [1, 2], 'gpu_sweep': True})
-figs = [e.plot_time_vs_cores(r).figure, e.plot_scaling(r), e.plot_resources(r).figure, e.plot_time_vs_cost(r).figure,
-        e.plot_cost_vs_step(r).figure]
-runs, ep = r['runs'], r['epochs']
-print(json.dumps({'device': r.provenance['device'], 'gpu': r.provenance['gpu'], 'run_dir': str(r.run_dir),
-                  'backends': runs['backend'].tolist(), 'xla_flags': runs['xla_flags'].fillna('').tolist(),
-                  'affinity': runs['n_affinity_inside'].tolist(), 'cores': runs['cores'].tolist(),
-                  'losses': ep[ep['cores'] == 1]['loss'].tolist(), 'accuracy': runs['final_test_accuracy'].tolist(),
-                  'titles': [(f._suptitle.get_text() if f._suptitle else '') for f in figs],
-                  'tf': 'tensorflow' in sys.modules}))
-"""
-
-
-def test_cost_study_runs_unchanged_under_jax(need_jax, tmp_path):
-    out = _run_under_jax(tmp_path, COST_CODE)
-    dev = out["device"]
-    assert dev["backend"] == "jax" and dev["backend_version"] and dev["children_backends"] == ["jax"]
-    assert out["gpu"]["backend"] == "jax" and not out["tf"]
-    assert out["backends"] == ["jax", "jax"] and out["affinity"] == out["cores"] == [1, 2]  # pinned children
-    # one core: XLA's Eigen threading off, recorded per child and in provenance; more cores: the affinity bounds it
-    assert out["xla_flags"] == [training.XLA_SINGLE_THREAD, ""]
-    assert dev["thread_limits"]["environment"]["1"]["XLA_FLAGS"] == training.XLA_SINGLE_THREAD
-    assert out["losses"][1] < out["losses"][0] and min(out["accuracy"]) > 0.3  # it learns (chance: 0.1)
-    run_dir = Path(out["run_dir"])
-    assert (run_dir / "ledger.csv").is_file() and (run_dir / "runs.csv").is_file()
-    assert all(f"Keras on JAX {dev['backend_version']}, CPU" in t for t in out["titles"]), out["titles"]
-
-
-# ---------------------------------------------------------------------------------------------
-# the pieces, without a backend
 
 def test_backend_label_reads_new_and_old_records_and_never_raises():
     new = {"device": {"backend": "jax", "backend_version": "0.4.38", "device": "CPU"}, "keras_backend": "jax"}
