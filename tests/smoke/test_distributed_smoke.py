@@ -60,6 +60,29 @@ def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
 
 
 @pytest.mark.slow
+def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
+    """Horovod on the emulated network (each worker its own node, address and host name): it waits
+    t_grad, averages zeros of the real shapes over Gloo through the shaped links, replicas stay identical."""
+    need("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
+    if not NETNS:
+        pytest.skip("no private network namespace here")
+    from repro.core import params
+    from repro.experiments.distributed import runs
+
+    p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 1, "steps": 10})
+    t_grad = 0.1
+    summary, _ = runs.cluster_run("horovod", 2, p, tmp_path / "hvd", network=cluster.Network(bandwidth="100mbit"),
+                                  emulate={"t_grad": {"tiny": t_grad}, "dilation": 1.0})
+    (row,) = summary
+    assert row["replicas_identical"] and row["steps_total"] == 20
+    assert 0.5 * 2 * 8 / t_grad <= row["total_images_per_sec"] <= 2 * 8 / t_grad * 1.02  # never above the wait's bound
+    # a two-member ring sends each worker's 2 (N - 1) / N = 1 copy of the gradients per step, over its own link
+    grads = 10 * row["parameters"] * 4  # bytes of ten steps' gradients
+    for link in row["window_bytes"].values():  # plus headers, and the link samples (every 0.2 s) around the window
+        assert 1.0 <= link["sent"] / grads <= 1.8, row["window_bytes"]
+
+
+@pytest.mark.slow
 def test_smoke_notebook_results(smoke_runs):
     run_dir = smoke_runs["distributed"]
     t = pd.read_csv(run_dir / "throughput.csv")

@@ -229,14 +229,15 @@ AUDIT = pd.DataFrame([{"model": "vgg16", "ours_params_m": 138.36}, {"model": "re
 def test_distributed_plan_dilates_ring_by_its_links_and_ps_by_the_server_link():
     from repro.experiments.distributed import emulation as de
 
-    plan = {(c["method"], c["workers"]): c["dilation"] for c in de.plan(_dist_params(), AUDIT, cores=2, available=20e9)}
+    q = _dist_params(emulate_methods=["ring", "horovod", "ps_sync", "ps_async"])
+    plan = {(c["method"], c["workers"]): c["dilation"] for c in de.plan(q, AUDIT, cores=2, available=20e9)}
     per_flow = hardware.cpu_needed(1, "25gbit", 1.0) / (2 * hardware.machine()["headroom"])
     assert plan[("ring", 1)] == 1.0  # one worker all-reduces with itself: no link
-    assert plan[("ring", 4)] == pytest.approx(8 * per_flow, abs=0.01)  # four links, both ways
+    assert plan[("ring", 4)] == plan[("horovod", 4)] == pytest.approx(8 * per_flow, abs=0.01)  # four links, both ways
     assert plan[("ps_sync", 4)] == plan[("ps_async", 1)] == pytest.approx(2 * per_flow, abs=0.01)  # the PS link
     with pytest.raises(ClusterError, match=r"needs about .* refused before any process starts"):
         de.plan(_dist_params(emulate_workers=[16]), AUDIT, cores=2, available=20e9)  # 16 x 3 copies of VGG16
-    with pytest.raises(ClusterError, match=r"^parameter 'dilation': 10 needs .* ring with 2 workers"):
+    with pytest.raises(ClusterError, match=r"^parameter 'dilation': 10 needs .* horovod with 2 workers"):
         de.plan(_dist_params(dilation=10.0), AUDIT, cores=2, available=20e9)
 
 
@@ -269,6 +270,26 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     assert out["ring_scaling"].holds is False  # VGG16 gains per added process too: "every model but VGG16" fails
     assert out["ring_vs_ps"].value == pytest.approx(0.6 / 0.5)  # the ratio farthest from the paper's 2x (vgg16)
     assert verdicts.emulated(tables, {"emulate": "none"}) == {}
+
+
+def test_with_horovod_in_the_grid_its_ratio_and_scaling_decide_the_paper_findings():
+    from repro.experiments.distributed import verdicts
+    from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
+
+    rows = []
+    for model, per in (("resnet50", 49.0), ("vgg16", 36.0)):
+        for n in (1, 2, 4):
+            eff = {"horovod": 0.95 if model == "resnet50" else 0.5, "ps_sync": 0.45, "ps_async": 0.45}
+            rows += [{"method": m, "workers": n, "model": model, "total_images_per_sec": per * n * (e if n > 1 else 1.0)}
+                     for m, e in eff.items()]
+    tp = pd.DataFrame(rows)
+    tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
+    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    assert "ring_vs_ps" not in out  # no MWMS ring in this grid: left to the real runs
+    assert out["horovod"].value == pytest.approx(0.5 / 0.45) and out["horovod"].basis == "emulated"
+    assert out["ring_scaling"].ours.startswith("Horovod: resnet50: gains, vgg16: no gain") and out["ring_scaling"].holds
+    assert out["vgg_worst"].ours.startswith("Horovod efficiency at 4 workers") and out["vgg_worst"].holds is True
+    assert "vs Horovod 0.95" in out["ps_efficiency"].ours and out["ps_efficiency"].holds is True
 
 
 def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():

@@ -111,7 +111,10 @@ def run_program(target: str) -> None:
 
 
 def _wait_address(timeout: float = 30.0) -> None:
-    """Emulated network: wait until this namespace has the task's address (set up by the supervisor)."""
+    """Emulated network: wait until this namespace has the task's address (set up by the supervisor), then
+    make it the host name of the node's own UTS namespace. A program that finds its address by resolving
+    ``gethostname()`` then gets the node's, not the shared ``/etc/hosts``' loopback entry: Horovod 0.28
+    builds the Gloo device of its process sets that way, whatever ``HOROVOD_GLOO_IFACE`` says."""
     spec, task = from_tf_config()
     peer = next((t.host for t in spec.tasks if t.host != task.host), task.host)
     deadline = time.monotonic() + timeout
@@ -121,6 +124,7 @@ def _wait_address(timeout: float = 30.0) -> None:
                 s.bind((task.host, 0))
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.connect((peer, 9))  # a route lookup only (UDP sends nothing): raises ENETUNREACH until routed
+            socket.sethostname(task.host)
             return
         except OSError:
             if time.monotonic() > deadline:

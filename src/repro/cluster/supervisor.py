@@ -143,8 +143,10 @@ class Supervisor:
         })
         log = self.logs / f"{task.slug}.log"
         host_pid = self.nodes.get(task.host)
-        if self.plan.get("network"):  # the node's network namespace (the first task makes it); it waits for its address
-            argv = (["nsenter", "--target", str(host_pid), "--net", "--"] if host_pid else ["unshare", "--net", "--"]) + argv
+        if self.plan.get("network"):  # the node's network and host-name namespaces (the first task makes them);
+            # it waits for its address, then names its host by it (node.main)
+            argv = (["nsenter", "--target", str(host_pid), "--net", "--uts", "--"] if host_pid
+                    else ["unshare", "--net", "--uts", "--"]) + argv
             env["REPRO_CLUSTER_WAIT_ADDRESS"] = "1"
         with open(log, "ab") as out:
             popen = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

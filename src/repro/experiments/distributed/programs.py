@@ -197,7 +197,10 @@ def _horovod_init(ctx, timeout: float = 60.0):
         "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo", "HOROVOD_GLOO_IFACE": iface,
         "HOROVOD_HOSTNAME": names[rank], "HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(n),
         "HOROVOD_LOCAL_RANK": str(rank if one_host else 0), "HOROVOD_LOCAL_SIZE": str(n if one_host else 1),
-        "HOROVOD_CROSS_RANK": str(0 if one_host else rank), "HOROVOD_CROSS_SIZE": str(1 if one_host else n)})
+        "HOROVOD_CROSS_RANK": str(0 if one_host else rank), "HOROVOD_CROSS_SIZE": str(1 if one_host else n),
+        # Gloo's 30 s default would fail a dilated cluster: workers building VGG16 on shared cores arrive
+        # at the first broadcast far apart, and one dilated all-reduce can take longer; the run's own timeout rules
+        "HOROVOD_GLOO_TIMEOUT_SECONDS": os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS", "3600")})
     import horovod.tensorflow as hvd
 
     print(f"[horovod] rank {rank}/{n}: rendezvous {hosts[0]}:{port}, Gloo on {iface}", flush=True)
@@ -208,8 +211,9 @@ def _horovod_init(ctx, timeout: float = 60.0):
 
 
 def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, learning_rate: float,
-            num_classes: int, seed: int) -> dict:
-    """Every worker: Horovod ring all-reduce training on its own synthetic batch, like :func:`ring`."""
+            num_classes: int, seed: int, emulate: dict | None = None) -> dict:
+    """Every worker: Horovod ring all-reduce training on its own synthetic batch, like :func:`ring`
+    (``emulate`` too: the worker waits ``t_grad`` and all-reduces zeros of the real gradients' shapes)."""
     import keras
     import tensorflow as tf
 
@@ -227,9 +231,14 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
         hvd.broadcast_variables(tvars, root_rank=0)  # every replica starts from worker 0's weights
         initial = _weights_digest(net)
         x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
+        wait = _wait(emulate, m["name"])
 
         @tf.function
         def step():
+            if wait is not None:  # emulated: wait t_grad, then average zeros of the real shapes over the ring
+                loss, grads = wait_then_zeros(tvars, wait)
+                opt.apply_gradients(zip([hvd.allreduce(g, op=hvd.Average) for g in grads], net.trainable_variables))
+                return loss
             with tf.GradientTape() as tape:
                 pred = net(x, training=True)
                 loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, pred))
