@@ -20,3 +20,13 @@ FINDINGS = ("async_vs_sync", "ring_vs_ps", "horovod", "ring_scaling", "vgg_worst
             "fault_tolerance")
 FAULT_COLUMNS = ["method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
                  "error", "seconds", "orphans"]
+
+
+def horovod_available() -> bool:
+    """Whether ``horovod.tensorflow`` imports here (installed by ``tools/install_horovod.sh``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("horovod.tensorflow") is not None
+    except (ImportError, ValueError):
+        return False

@@ -27,9 +27,9 @@ import pandas as pd
 from repro import cluster
 from repro.cluster import hardware
 from repro.core.params import ParameterError
-from repro.experiments.distributed import programs, runs
+from repro.experiments.distributed import runs
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
-from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED
+from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED, horovod_available
 
 CHECK_TOLERANCE = 0.05
 COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
@@ -108,7 +108,7 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {prof.topology}")
     summary = []
-    skip = {"horovod"} if "horovod" in p["emulate_methods"] and not programs.horovod_available() else set()
+    skip = {"horovod"} if "horovod" in p["emulate_methods"] and not horovod_available() else set()
     if skip:
         run.note("emulated horovod", HOROVOD_NOT_INSTALLED)
     repeats = p["emulate_repeats"]

@@ -15,19 +15,16 @@ Each public function here runs inside a process of a local (or real) cluster sta
     (``assign_add``), ``coordinator.join()`` is the barrier, then ONE update with the average is
     applied on the PS and the accumulators are zeroed.
 
-* :func:`horovod` -- every worker runs it: Horovod (Gloo controller and CPU operations, no MPI)
-  with ``hvd.DistributedGradientTape``; worker 0 hosts Horovod's own rendezvous server (the one
-  ``horovodrun`` would start) inside the cluster's private network namespace, so neither it
-  nor Gloo is reachable from outside. Each worker is its own Horovod "host" (rank = worker
-  index, local size 1), which is what the emulated network makes them.
+* :func:`horovod` -- every worker runs it: Horovod (Gloo, no MPI) with ``hvd.DistributedGradientTape``;
+  worker 0 hosts the rendezvous server ``horovodrun`` would start, inside the cluster's private
+  namespaces. On the emulated network each worker is its own Horovod host (local size 1).
 * :func:`sync_probe` -- one synchronous step of a tiny linear model on given data (the test of
   "one aggregated update per step").
 
-Measurement (tf_cnn_benchmarks style): synthetic ImageNet-shaped batches made on each worker
-(``tf.random.stateless_uniform``, one fixed batch per worker, as the benchmark's synthetic
-mode does), ``warmup_steps`` steps not timed, then ``steps`` timed steps. Steps are counted by
-this code (a per-worker counter variable on the PS methods, the loop itself on ring), never by
-``optimizer.iterations`` (which loses increments under asynchronous updates).
+Measurement (tf_cnn_benchmarks style): one fixed synthetic ImageNet-shaped batch per worker,
+``warmup_steps`` steps not timed, then ``steps`` timed steps, counted by this code (a per-worker
+counter on the PS methods, the loop on ring), never by ``optimizer.iterations`` (which loses
+increments under asynchronous updates).
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ import time
 
 from repro.cluster import context
 from repro.cluster.compute import wait_then_zeros
+from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
 from repro.ml.data import synthetic_batch
 
 PAPER_SIZE = {"tiny": 32, "vgg16": 224, "vgg19": 224, "resnet50": 224, "resnet152": 224, "inception_v3": 299}
@@ -150,18 +148,10 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
 # ----------------------------------------------------------------------------- Horovod
 
 
-def horovod_available() -> bool:
-    """Whether ``horovod.tensorflow`` imports here (installed by ``tools/install_horovod.sh``)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("horovod.tensorflow") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _horovod_init(ctx, timeout: float = 60.0):
-    """Rendezvous (worker 0 serves it) and ``hvd.init()`` with the environment horovodrun would set."""
+    """Rendezvous (worker 0 serves it) and ``hvd.init()`` with the environment horovodrun would set, and
+    a Gloo timeout of an hour (the run's own timeout rules): with the default 30 s, workers building VGG16
+    on shared cores arrive at the first broadcast too far apart, and a dilated all-reduce can take longer."""
     import json
     import os
 
@@ -198,9 +188,7 @@ def _horovod_init(ctx, timeout: float = 60.0):
         "HOROVOD_HOSTNAME": names[rank], "HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(n),
         "HOROVOD_LOCAL_RANK": str(rank if one_host else 0), "HOROVOD_LOCAL_SIZE": str(n if one_host else 1),
         "HOROVOD_CROSS_RANK": str(0 if one_host else rank), "HOROVOD_CROSS_SIZE": str(1 if one_host else n),
-        # Gloo's 30 s default would fail a dilated cluster: workers building VGG16 on shared cores arrive
-        # at the first broadcast far apart, and one dilated all-reduce can take longer; the run's own timeout rules
-        "HOROVOD_GLOO_TIMEOUT_SECONDS": os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS", "3600")})
+        "HOROVOD_GLOO_TIMEOUT_SECONDS": os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS", "3600")})  # see below
     import horovod.tensorflow as hvd
 
     print(f"[horovod] rank {rank}/{n}: rendezvous {hosts[0]}:{port}, Gloo on {iface}", flush=True)
