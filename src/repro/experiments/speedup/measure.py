@@ -195,7 +195,8 @@ def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.Dat
         server, n, k = c["server"], c["workers"], c["dilation"]
         kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
                   "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
-                  "batches": p["measure_batches"], "modes": p["measure_modes"], "semaphore": p["semaphore"],
+                  "batches": p["measure_batches"], "modes": p["measure_modes"],
+                  "semaphore": p["semaphore"] and n > 1,  # one worker: nothing to serialise
                   "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
         if emu:
             kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
