@@ -17,7 +17,7 @@ from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import experiment as speedup
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup import parameters, statements
-from repro.experiments.speedup.measure import contention, extended_time
+from repro.experiments.speedup.measure import closed_cycle_rate, contention, extended_time
 from repro.experiments.speedup.programs import assign_shards
 from repro.ml import models
 
@@ -402,8 +402,16 @@ def test_extended_model_against_hand_computed_times():
     assert extended_time("sync-split", "distributed", 2, 3, 0.6, **kw) == pytest.approx(1.86)
     # async, distributed, N=2, D=4: closure 0.01 + 0.2 + 0.4 = 0.61; 2 per worker
     assert extended_time("async", "distributed", 2, 4, 0.6, **kw) == pytest.approx(1.22)
-    # async, central, N=2, D=4: server link max(4*0.3 + 0.61 - 0.3, 2 * 0.61) = 1.51
-    assert extended_time("async", "central", 2, 4, 0.6, **kw) == pytest.approx(1.51)
+    # async, central, N=2, D=4: both start together, closure(2*0.1, 2*0.3) = 0.01 + 0.2 + 0.6 = 0.81; then
+    # 2 closures at the closed network's rate (off the link: 0.61 - 0.4 = 0.21 s): mean-value analysis,
+    # k=1: 1/0.61, queues 0.1/0.61 and 0.3/0.61; k=2: 2 / (0.1 (1 + 0.1/0.61) + 0.3 (1 + 0.3/0.61) + 0.21)
+    rate2 = 2 / (0.1 * (1 + 0.1 / 0.61) + 0.3 * (1 + 0.3 / 0.61) + 0.21)
+    assert closed_cycle_rate(2, 0.1, 0.3, 0.21) == pytest.approx(rate2)
+    assert extended_time("async", "central", 2, 4, 0.6, **kw) == pytest.approx(0.81 + 2 / rate2)
+    # one worker: its closures one after another; many: the busier link direction sets the rate
+    assert closed_cycle_rate(1, 0.1, 0.3, 0.21) == pytest.approx(1 / 0.61)
+    assert closed_cycle_rate(200, 0.1, 0.3, 0.21) == pytest.approx(1 / 0.3, rel=1e-3)
+    assert extended_time("async", "central", 1, 4, 0.6, **kw) == pytest.approx(4 * 0.61)
     # capacity: 4 closures x 1.0 CPU-seconds on 2 cores = 2.0 > 1.22
     assert extended_time("async", "distributed", 2, 4, 0.6, cpu_closure=1.0, **kw) == pytest.approx(2.0)
 

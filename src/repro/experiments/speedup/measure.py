@@ -77,8 +77,11 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
     * central server without the semaphore: the N transfers share its link (TCP fair share), so
       all of them end after ``N t_pull`` / ``N t_push`` (the thesis' worst case); with the
       semaphore they are serialised, the last worker pulls at ``N t_pull`` and pushes alone
-      (the thesis' best case); async on the central server is bounded by the server's link,
-      ``D max(t_pull, t_push)``, links being full duplex;
+      (the thesis' best case); async on the central server: the N workers start together, so
+      their first closures share the link like a synchronous iteration, then they cycle through
+      the server's two link directions and their own compute at the rate of a closed queueing
+      network (:func:`closed_cycle_rate`): ``D max(t_pull, t_push)`` (full duplex) for many workers,
+      ``D`` closures one after another for one;
     * distributed server: each worker moves its weights over its own link (shards are separate
       processes here), ``t_pull`` + ``t_push`` per closure; times ``remote_share`` where shard k is
       on worker k's node (:func:`remote_share`);
@@ -105,14 +108,26 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
             t_iter = closure(t_pull * remote_share, t_push * remote_share)
         total, closures = its * (t_iter + t_lat), its * n
     else:
-        c = closure(t_pull, t_push) if server == "central" else closure(t_pull * remote_share, t_push * remote_share)
         if server == "central":
-            link = max(t_pull, t_push)
-            total = max(d * link + c - link, d / n * c)
+            z = closure(t_pull, t_push) - t_pull - t_push  # a closure's time off the server's link
+            total = closure(n * t_pull, n * t_push) + max(d - n, 0) / closed_cycle_rate(n, t_pull, t_push, z)
         else:
-            total = d / n * c
+            total = d / n * closure(t_pull * remote_share, t_push * remote_share)
         closures = d
     return max(total, closures * cpu_closure / cores)
+
+
+def closed_cycle_rate(n: int, down: float, up: float, think: float) -> float:
+    """Closures per second of ``n`` workers that each pull (``down`` s alone on the server's link), then
+    spend ``think`` s elsewhere, then push (``up`` s alone), forever: exact mean-value analysis of a closed
+    queueing network with two processor-sharing stations (TCP's fair share of each link direction) and
+    one delay station. One worker: ``1 / (down + think + up)``; many: ``1 / max(down, up)``."""
+    q_down = q_up = rate = 0.0
+    for k in range(1, n + 1):
+        r_down, r_up = down * (1 + q_down), up * (1 + q_up)
+        rate = k / (r_down + r_up + max(think, 0.0))
+        q_down, q_up = rate * r_down, rate * r_up
+    return rate
 
 
 def remote_share(shard_elements: list[int]) -> float:
