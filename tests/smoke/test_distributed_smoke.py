@@ -158,12 +158,12 @@ def _check_emulation(run_dir):
     assert sorted(zip(tp["method"], tp["workers"])) == [("ring", 1), ("ring", 2)] and (tp["model"] == "resnet50").all()
     assert tp["replicas_identical"].astype(str).eq("True").all() and (tp["image_size"] == 224).all()
     dil = tp.set_index("workers")["dilation"]
-    assert dil[1] == 1.0 and dil[2] > 10  # one ring worker has no link; two need a large dilation at 25 Gb/s
+    assert dil[1] == dil[2] > 10  # two need a large dilation at 25 Gb/s; one (no link) runs at theirs
     checks = pd.read_csv(run_dir / "emulation_checks.csv")
     assert len(checks) == 1 and checks["expected"].iloc[0] == pytest.approx(49.0)  # 16 / (16 / 49 s)
-    # one ring worker waits t_grad and then really applies its 25.6 M zero gradients (~18 ms here): at
-    # smoke's batch of 16 (t_grad 0.33 s) that is ~5 %, so smoke checks 10 %; the chapter shows the flag
-    assert abs(checks["error"].iloc[0]) < 0.10, checks.to_string()
+    # one ring worker waits t_grad and then really applies its 25.6 M zero gradients (~18 ms here), which
+    # the dilation of its baseline divides, as in the clusters it is compared with
+    assert abs(checks["error"].iloc[0]) < 0.05, checks.to_string()
     # two workers: each waits the K80's t_grad, then all-reduces 100 MB at 25 Gb/s: at most 2 x 49 images/s
     two = tp.set_index("workers").loc[2, "total_images_per_sec"]
     assert 0.8 * 2 * 49 <= two <= 2 * 49 * 1.02

@@ -232,7 +232,9 @@ def test_distributed_plan_dilates_ring_by_its_links_and_ps_by_the_server_link():
     q = _dist_params(emulate_methods=["ring", "horovod", "ps_sync", "ps_async"])
     plan = {(c["method"], c["workers"]): c["dilation"] for c in de.plan(q, AUDIT, cores=2, available=20e9)}
     per_flow = hardware.cpu_needed(1, "25gbit", 1.0) / (2 * hardware.machine()["headroom"])
-    assert plan[("ring", 1)] == 1.0  # one worker all-reduces with itself: no link
+    # one worker all-reduces with itself (no link), at its method's two-worker dilation: the same CPU overheads
+    assert plan[("ring", 1)] == plan[("ring", 2)] == pytest.approx(4 * per_flow, abs=0.01)
+    assert plan[("horovod", 1)] == plan[("horovod", 2)]
     assert plan[("ring", 4)] == plan[("horovod", 4)] == pytest.approx(8 * per_flow, abs=0.01)  # four links, both ways
     assert plan[("ps_sync", 4)] == plan[("ps_async", 1)] == pytest.approx(2 * per_flow, abs=0.01)  # the PS link
     with pytest.raises(ClusterError, match=r"needs about .* refused before any process starts"):

@@ -89,7 +89,19 @@ def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: floa
             hardware.check_memory(max(sizes.values()), copies, processes, available,
                                   f"the emulated cluster {what} ({', '.join(p['emulate_models'])})")
             out.append({"method": method, "workers": n, "dilation": k})
-    return out
+    return _same_baseline(out)
+
+
+def _same_baseline(todo: list[dict]) -> list[dict]:
+    """One all-reduce worker has no link, so it would run undilated, and this machine's own CPU work (the
+    update applied, Horovod's buffer copies) would weigh k times more in its time than in the clusters it
+    is the baseline of: it runs at the dilation of its method's smallest multi-worker cluster instead."""
+    for c in todo:
+        if c["workers"] == 1 and c["method"] in ("ring", "horovod"):
+            more = [d for d in todo if d["method"] == c["method"] and d["workers"] > 1]
+            if more:
+                c["dilation"] = min(more, key=lambda d: d["workers"])["dilation"]
+    return todo
 
 
 def _models(p: dict) -> list[dict]:
