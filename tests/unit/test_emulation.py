@@ -339,4 +339,4 @@ def test_limits_say_where_the_emulated_grid_stops_and_why():
     wire = hardware.transfer_seconds(2 * 7 / 8 * 4e6 * 25.64, "25gbit")
     assert lim.loc[("ring", 8, "resnet50"), "minutes_warmup_and_step"] == pytest.approx(2 * k * (tg + wire) / 60, rel=0.01)
     text = limits_text(lim.reset_index())
-    assert "vgg16 8 (ring) / 8 (PS)" in text and "resnet50 20 (ring) / 20 (PS)" in text and "a ring of 20" in text
+    assert "vgg16 8 (ring or Horovod) / 8 (PS)" in text and "resnet50 20 (ring or Horovod) / 20 (PS)" in text and "a ring of 20" in text

@@ -130,7 +130,7 @@ def _glue_emulated(result: Result) -> None:
 def limits_text(lim) -> str:
     """Where the emulated grid stops here: the most workers each model fits in memory, and the ring's cost."""
     fit = lim[lim["fits_in_memory"]].groupby(["model", "method"])["workers"].max().unstack()
-    most = ", ".join(f"{m} {int(r.get('ring', 0) or 0)} (ring) / {int(r.get('ps_sync', 0) or 0)} (PS)"
+    most = ", ".join(f"{m} {int(r.get('ring', 0) or 0)} (ring or Horovod) / {int(r.get('ps_sync', 0) or 0)} (PS)"
                      for m, r in fit.iterrows())
     top = lim[(lim["method"] == "ring") & (lim["workers"] == lim["workers"].max())]
     ps = lim[lim["method"] == "ps_sync"]["dilation"]
