@@ -56,6 +56,31 @@ def need_jax(need):
     need("JAX", ok, 'pip install -e ".[jax]"')
 
 
+JAX_ONLY = '''import sys
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "torch"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a JAX-only machine)")
+sys.meta_path.insert(0, _Block())
+'''
+
+
+@pytest.fixture(scope="session")
+def jax_only_env(need_jax, tmp_path_factory) -> dict:
+    """Environment of a child process on a JAX-only machine, as the lent GPU machine is: Keras on JAX,
+    ``tensorflow`` and ``torch`` unimportable (a ``sitecustomize`` on ``PYTHONPATH``), so any
+    TensorFlow-only path of the code it runs fails. Keras itself imports TensorFlow lazily where it
+    is installed (seeding, serialization); with it blocked, Keras does without."""
+    import sys
+
+    block = tmp_path_factory.mktemp("jax-only")
+    (block / "sitecustomize.py").write_text(JAX_ONLY)
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHON": sys.executable, "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join([str(block), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("XLA_FLAGS", None)
+    return env
+
+
 @pytest.fixture
 def results_root(tmp_path, monkeypatch):
     """A private results root: tests never touch the checkout's results/."""

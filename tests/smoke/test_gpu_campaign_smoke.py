@@ -8,9 +8,7 @@ lazily where it is installed (seeding, serialization); with it blocked, Keras do
 """
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,26 +17,14 @@ from repro.core import harness, paths
 from repro.ml import training
 
 STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study"}
-BLOCK = '''import sys
-class _Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorflow", "torch"):
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a JAX-only machine)")
-sys.meta_path.insert(0, _Block())
-'''
 
 
 @pytest.fixture(scope="module")
-def rehearsal(need_jax, tmp_path_factory) -> Path:
+def rehearsal(jax_only_env, tmp_path_factory) -> Path:
     """``tools/gpu_campaign.sh --rehearse`` into a temporary published-like dir, TensorFlow and PyTorch blocked."""
     tmp = tmp_path_factory.mktemp("rehearsal")
-    (tmp / "block").mkdir()
-    (tmp / "block" / "sitecustomize.py").write_text(BLOCK)
-    env = {**os.environ, "PYTHON": sys.executable, "MPLBACKEND": "Agg",
-           "PYTHONPATH": os.pathsep.join([str(tmp / "block"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("XLA_FLAGS", None)
     out = subprocess.run([str(paths.project_root() / "tools" / "gpu_campaign.sh"), "--rehearse", str(tmp / "pub")],
-                         check=False, env=env, capture_output=True, text=True, timeout=1200)
+                         check=False, env=jax_only_env, capture_output=True, text=True, timeout=1200)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     return tmp / "pub" / "rehearse"
 

@@ -67,7 +67,9 @@ def test_packaged_price_table_is_valid_and_sourced():
     assert t.provider("azure")["billing_step_s"] == 60
     assert t.instance("google_cloud_2017", "n1-standard-2")["price_per_hour"] == 0.126
     assert t.cheapest("google_cloud_2017", 3)["instance"] == "n1-standard-4"
-    assert t.cheapest("azure", 1, gpus=1)["instance"] == "NC6"
+    assert t.cheapest("azure", 1, gpus=1, gpu_model="Tesla K80")["instance"] == "NC6"
+    assert t.cheapest("azure", 1, gpus=1) is None  # a GPU run of unknown model is priced as no GPU
+    assert t.cheapest("azure", 1, gpus=1, gpu_model="NVIDIA H100 80GB HBM3") is None  # never as another GPU
     assert t.cheapest("local_1h", 1, gpus=1) is None
     assert t.assumed_seconds() == 260  # 60 boot + 180 install + 20 power-off
     assert set(t.assumed_phases["phase"]) == {"startup", "install", "poweroff"}
@@ -316,12 +318,12 @@ def _tables(opt_cores: int, mnist: tuple[float, float], cifar: tuple[float, floa
 
 
 PARAMS = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16], "repetitions": 3}
-SUMMARY = {"gpu": {"gpus": 1, "reason": "1 GPU(s) visible to TensorFlow"},
+SUMMARY = {"gpu": {"gpus": 1, "model": "Tesla K80", "reason": "1 GPU(s) visible to TensorFlow"},
            "docker": {"inside_docker": False, "docker_engine": False, "reason": "no docker client"}}
 
 
-def _verdicts(tables, params=PARAMS) -> dict[str, str]:
-    led = claims.ledger("cost_study", verdicts.measure_claims(tables, params, SUMMARY))
+def _verdicts(tables, params=PARAMS, summary=SUMMARY) -> dict[str, str]:
+    led = claims.ledger("cost_study", verdicts.measure_claims(tables, params, summary))
     return dict(zip(claims.load("cost_study"), led["verdict"]))
 
 
@@ -335,6 +337,21 @@ def test_claims_that_hold_on_a_12_core_machine_with_a_gpu_are_reproduced():
     assert v["cpu_vs_gpu_ram"] == "not comparable (no number in the paper)"
     one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), dict(PARAMS, repetitions=1))
     assert one_run["optimal_cores_mnist"].startswith("not comparable (1 run of a stochastic quantity")
+
+
+def test_gpu_findings_on_another_gpu_than_the_papers_k80_are_not_comparable():
+    """An H100 run shows its speed-up and cost ratio, but they are the H100's, not the paper's K80's."""
+    tables = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
+    h100 = {**SUMMARY, "gpu": {**SUMMARY["gpu"], "model": "NVIDIA H100 80GB HBM3"}}
+    v = _verdicts(tables, summary=h100)
+    for cid in ("gpu_mnist_faster_dearer", "gpu_cifar_cost_saving", "vendor_gpu_speedup_overstated"):
+        assert v[cid].startswith("not comparable (the paper's GPU is a K80; this run's: NVIDIA H100"), (cid, v[cid])
+    assert v["optimal_cores_mnist"].startswith("reproduced")  # a CPU finding: the GPU does not matter
+    unknown = _verdicts(tables, summary={**SUMMARY, "gpu": {"gpus": 1}})
+    assert unknown["gpu_mnist_faster_dearer"].endswith("this run's: not recorded)")
+    led = claims.ledger("cost_study", verdicts.measure_claims(tables, PARAMS, h100))
+    ours = dict(zip(claims.load("cost_study"), led["ours"]))
+    assert ours["gpu_mnist_faster_dearer"].startswith("3.00x faster than 12 cores; cost ratio 3.00")
 
 
 def test_claims_that_fail_differ_and_missing_hardware_is_not_testable():
@@ -365,7 +382,8 @@ def test_gpu_is_compared_with_the_papers_12_cores_on_a_bigger_host():
 
 
 def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
-    """On the H100 host (16 cores, 1 GPU) the GPU child is pinned to 8 cores and finds its instance."""
+    """On the H100 host (16 cores, 1 GPU) the GPU child is pinned to 8 cores; its instance is one of its
+    own GPU model: a K80 run finds the 2017 K80 instance, an H100 run none in the 2017 table."""
     monkeypatch.setattr(planning.sweep, "available_cores", lambda: list(range(16)))
     p = {"networks": ["mnist_cnn"], "gpu_sweep": True, "repetitions": 1}
     children = planning.plan(p, [1, 2, 4, 8, 12, 16], n_gpus=1)
@@ -373,7 +391,8 @@ def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
     assert [(c["cores"], c["gpus"]) for c in gpu] == [(8, 1)]
     assert [c["cores"] for c in children if c["device"] == "cpu"] == [1, 2, 4, 8, 12, 16]
     prices = cost.load_prices()
-    inst = prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"])
+    inst = prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"], "Tesla K80")
     assert inst is not None and inst["instance"] == "n1-standard-8 + 1 K80"
-    assert prices.cheapest("google_cloud_2017", 16, 1) is None  # the whole host would have had no price
+    assert prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"], "NVIDIA H100 80GB HBM3") is None
+    assert prices.cheapest("google_cloud_2017", 16, 1, "Tesla K80") is None  # the whole host would have had no price
     assert planning.gpu_cores(2, 16) == 16 and planning.gpu_cores(1, 4) == 4

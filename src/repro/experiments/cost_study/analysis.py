@@ -127,11 +127,12 @@ def _overhead(runs: pd.DataFrame) -> pd.Series:
     return (cpu["t_measured_s"] - cpu["t_learn_s"]).groupby(cpu["network"]).mean()
 
 
-def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTable) -> pd.DataFrame:
+def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTable,
+               gpu_model: str = "") -> pd.DataFrame:
     """Every configuration x provider: t_sum of formula (1), billed seconds, cost (mean and sd over runs).
 
     The instance for k cores and g GPUs is the provider's cheapest with at least k cores and
-    exactly g GPUs. Extrapolated configurations use the Amdahl time plus the measured mean
+    exactly g GPUs of the run's model ``gpu_model`` (:meth:`PriceTable.cheapest`). Extrapolated configurations use the Amdahl time plus the measured mean
     overhead of the network; they are marked ``kind = extrapolation (Amdahl)``.
     """
     assumed = prices.assumed_seconds()
@@ -146,7 +147,7 @@ def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTab
     rows = []
     for prov in prices.providers.itertuples():
         for pt in points:
-            inst = prices.cheapest(prov.provider, pt["cores"], pt["gpus"])
+            inst = prices.cheapest(prov.provider, pt["cores"], pt["gpus"], gpu_model)
             if inst is None:
                 continue
             t_sum = pt["t_measured_s"] + assumed
@@ -203,7 +204,7 @@ def step_sensitivity(costs: pd.DataFrame, provider: str, steps: list[float]) -> 
 
 
 def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: _cost.PriceTable,
-                     targets: dict[str, float]) -> pd.DataFrame:
+                     targets: dict[str, float], gpu_model: str = "") -> pd.DataFrame:
     """Time and cost until the test accuracy first reaches the network's target.
 
     Per run: the fixed phases (start, data load, save) + training and test passes up to and
@@ -235,7 +236,7 @@ def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: _cost.Pri
     for (net, dev, k, g, target), grp in pr.groupby(["network", "device", "cores", "gpus", "target_accuracy"], sort=True):
         reached = grp.dropna(subset=["t_sum_s"])
         for prov in prices.providers.itertuples():
-            inst = prices.cheapest(prov.provider, k, g)
+            inst = prices.cheapest(prov.provider, k, g, gpu_model)
             if inst is None:
                 continue
             costs = [_cost.cost(t, inst["price_per_hour"], prov.billing_step_s, prov.minimum_s) for t in reached["t_sum_s"]]
@@ -286,17 +287,19 @@ def nan_to_none(obj):
     return None if isinstance(obj, float) and math.isnan(obj) else obj
 
 
-def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: dict, prices: _cost.PriceTable) -> tuple[dict, dict]:
-    """Every analysis table of a sweep (by its CSV name) and the Amdahl fits per network."""
+def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: dict, prices: _cost.PriceTable,
+            gpu_model: str = "") -> tuple[dict, dict]:
+    """Every analysis table of a sweep (by its CSV name) and the Amdahl fits per network; GPU runs are
+    priced as instances of ``gpu_model`` only (nvidia-smi's name)."""
     timing = timing_table(runs)
     cpu = runs[runs["device"] == "cpu"]
     fits = {net: fit_amdahl(g["cores"], g["t_learn_s"]) for net, g in cpu.groupby("network", sort=True)}
     scaling = scaling_table(runs, fits, p["extrapolate_cores"])
-    costs = cost_table(runs, scaling, prices)
+    costs = cost_table(runs, scaling, prices, gpu_model)
     targets = {"mnist_cnn": p["mnist_target_accuracy"], "cifar10_cnn": p["cifar_target_accuracy"]}
     tables = {"timing": timing, "scaling": scaling, "costs": costs, "optimal": optimal_table(costs),
               "step_sensitivity": step_sensitivity(costs, p["reference_provider"], p["billing_steps_s"]),
-              "cost_to_accuracy": cost_to_accuracy(runs, epochs, prices, targets),
+              "cost_to_accuracy": cost_to_accuracy(runs, epochs, prices, targets, gpu_model),
               "memory": memory_table(runs), "phases": phases_table(runs, prices),
               "assumed_phases": prices.assumed_phases, "prices": prices.instances, "providers": prices.providers}
     return tables, {net: {**f, "network": net} for net, f in fits.items()}

@@ -106,16 +106,30 @@ class PriceTable:
             raise PriceTableError(f"unknown instance '{name}' of provider '{provider}'; it has: {have or 'none'}")
         return rows.iloc[0].to_dict()
 
-    def cheapest(self, provider: str, cores: int, gpus: int = 0) -> dict | None:
-        """The cheapest instance of a provider with at least ``cores`` cores and exactly ``gpus`` GPUs."""
+    def cheapest(self, provider: str, cores: int, gpus: int = 0, gpu_model: str = "") -> dict | None:
+        """The cheapest instance of a provider with at least ``cores`` cores and exactly ``gpus`` GPUs.
+
+        With GPUs, only an instance of the run's GPU: its ``gpu_model``'s first word (``K80``,
+        ``H100``) must be a word of ``gpu_model``, the name ``nvidia-smi`` gave (``NVIDIA H100 80GB
+        HBM3``). An unknown model matches none, so a run is never priced as another GPU."""
         df = self.instances[(self.instances["provider"] == provider) & (self.instances["cpu_cores"] >= cores)
                             & (self.instances["gpus"] == gpus)]
+        if gpus:
+            df = df[[same_gpu(m, gpu_model) for m in df["gpu_model"]]]
         if df.empty:
             return None
         return df.sort_values(["price_per_hour", "cpu_cores"]).iloc[0].to_dict()
 
     def assumed_seconds(self) -> float:
         return float(self.assumed_phases["seconds"].sum())
+
+
+def same_gpu(instance_model: str, run_model: str) -> bool:
+    """Whether an instance's GPU (``K80``, ``K80 (half card)``, ``H100``) is the run's (``Tesla K80``,
+    ``NVIDIA H100 80GB HBM3``): the instance's first word is a word of the run's; nothing matches
+    an empty model on either side."""
+    words = str(instance_model or "").split()
+    return bool(words) and words[0].upper() in str(run_model or "").upper().split()
 
 
 def default_price_path() -> str:

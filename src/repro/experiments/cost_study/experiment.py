@@ -159,7 +159,7 @@ class CostStudy:
         run.note("price_table", {"path": prices.path, "currency": prices.currency})
         runs, epochs = sweep_children(run, p, inputs["children"], gpu["gpus"])
         run.note("device", {**run.record["device"], "children_backends": sorted(set(runs["backend"].dropna()))})
-        tables, fits = analysis.analyse(runs, epochs, p, prices)
+        tables, fits = analysis.analyse(runs, epochs, p, prices, gpu.get("model", ""))
         run.write_json("amdahl", analysis.nan_to_none(fits))
         summary = analysis.make_summary(runs, tables["scaling"], p, gpu, docker, prices)
         tables = {"runs": runs, "epochs": epochs, **tables}

@@ -44,7 +44,8 @@ def gpu_status(timeout: float = 300.0) -> dict:
         return {"gpus": 0, "backend": name, "reason": f"no usable GPU: the probe failed: {exc}"}
     n, name = int(res["gpus_visible"]), res.get("backend", name)
     smi = f" (nvidia-smi lists {len(listed)})" if listed is not None else ""
-    return {"gpus": n, "backend": name,
+    models = sorted({g["model"] for g in listed or []})
+    return {"gpus": n, "backend": name, "model": " / ".join(models),  # what the GPU runs are priced as
             "reason": f"{n} GPU(s) visible to {name}{smi}" if n else f"no GPU: {name} sees none{smi}"}
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 from repro.core import claims, paper
 from repro.core.claims import Measured
 from repro.core.provenance import BACKEND_NAMES
+from repro.experiments.cost_study import cost as _cost
 
 NAME = "cost_study"
 PAPER = "cloudcost2017"
@@ -55,6 +56,18 @@ def _has_gpu_runs(tables: dict) -> bool:
     return bool((tables["runs"]["device"] == "gpu").any())
 
 
+PAPER_GPU = "K80"  # the paper's GPU (digest §3: Azure NC6/NC12, half or a whole K80)
+
+
+def _other_gpu(summary: dict) -> str:
+    """The gate of a GPU finding measured on another GPU than the paper's K80 ("" on a K80): the
+    speed-up and the cost ratio are properties of the GPU generation and its price."""
+    model = str((summary.get("gpu") or {}).get("model") or "")
+    if _cost.same_gpu(PAPER_GPU, model):
+        return ""
+    return f"not comparable (the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'})"
+
+
 def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
     """The cheapest measured core count for MNIST with the reference provider's prices."""
     lo, hi = (int(b) for b in claims.load(NAME)["optimal_cores_mnist"].band)
@@ -85,6 +98,8 @@ def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
     ours = f"{speed:.2f}x faster than {kc} cores" + (f"; cost ratio {ratio[0]:.2f} ({ratio[1]})" if ratio else "")
+    if _other_gpu(summary):
+        return Measured(ours, runs=p["repetitions"], gate=_other_gpu(summary))
     if kc != PAPER_CPU_CORES:
         return Measured(ours, runs=p["repetitions"],
                         gate=f"not comparable (reference is {kc} cores, not {PAPER_CPU_CORES})")
@@ -103,7 +118,7 @@ def gpu_cifar_cost_saving(tables: dict, p: dict, summary: dict) -> Measured:
     if ratio is None:
         return Measured("-", gate="not testable here (no priced GPU instance)", basis="none")
     return Measured(f"GPU costs {ratio[0]:.2f}x the {kc}-core CPU run ({ratio[1]})", value=ratio[0],
-                    runs=p["repetitions"])
+                    runs=p["repetitions"], gate=_other_gpu(summary))
 
 
 def vendor_gpu_speedup_overstated(tables: dict, p: dict, summary: dict) -> Measured:
@@ -115,7 +130,7 @@ def vendor_gpu_speedup_overstated(tables: dict, p: dict, summary: dict) -> Measu
         return Measured("-", gate=_no_gpu(summary), basis="none")
     ok = max(speeds) < _rv("vendor_gpu_speedup_claim_min")
     return Measured(", ".join(f"{s:.2f}x" for s in speeds), holds=ok, runs=p["repetitions"],
-                    note="" if ok else f"measured up to {max(speeds):.1f}x")
+                    note="" if ok else f"measured up to {max(speeds):.1f}x", gate=_other_gpu(summary))
 
 
 def docker_no_worse(summary: dict) -> Measured:

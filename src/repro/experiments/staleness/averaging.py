@@ -9,7 +9,8 @@ single-machine SGD on the global minibatch (the union of the workers' minibatche
 global mean loss when the minibatches are of equal size; :func:`single_machine_reference`
 trains that reference so the equivalence can be checked numerically.
 
-Everything runs in one Python process with custom training loops (``tf.GradientTape``).
+Everything runs in one Python process with custom training loops whose steps
+(:func:`repro.ml.steps.make_steps`) are compiled for the Keras backend in use.
 One Keras model and one optimizer do the arithmetic for all workers: each worker's weights
 and optimizer state live in NumPy arrays and are loaded into the model before its local
 steps and saved after them, so the training step is traced once per model and input shape
@@ -21,7 +22,7 @@ shuffles its own shard with a seed that depends on ``(seed, epoch, worker)`` and
 minibatches of ``batch_size``, dropping a last partial minibatch so that all minibatches are
 of equal size.
 
-TensorFlow and Keras are imported inside functions only.
+Keras and its backend are imported inside functions only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from repro.ml import optim
+from repro.ml import optim, steps
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 STATE_MODES = ("weights", "weights+state")
@@ -94,8 +95,6 @@ class Trainer:
     """
 
     def __init__(self, model, optimizer, loss=None):
-        import tensorflow as tf
-
         self.model = model
         self.optimizer = optimizer
         self.loss = loss or default_loss()
@@ -107,33 +106,9 @@ class Trainer:
             # momenta, Adam's first and second moments)
             self.state_variables = [v for v in optimizer.variables if not v.path.endswith("learning_rate")]
         self.initial_state = self.get_state()
-
-        def _grads(x, y):
-            with tf.GradientTape() as tape:
-                loss = self.loss(y, self.model(x, training=True))
-            return loss, tape.gradient(loss, self.variables)
-
-        def _train(x, y):
-            loss, grads = _grads(x, y)
-            self.optimizer.apply(grads, self.variables)
-            return loss
-
-        def _apply(grads):
-            self.optimizer.apply(list(grads), self.variables)
-
-        def _evaluate(x, y):
-            pred = self.model(x, training=False)
-            loss = self.loss(y, pred)
-            if pred.shape[-1] and pred.shape[-1] > 1:
-                hit = tf.cast(tf.equal(tf.argmax(pred, -1), tf.cast(y, tf.int64)), tf.float32)
-            else:
-                hit = tf.zeros(tf.shape(pred)[:1])
-            return loss, tf.reduce_sum(hit)
-
-        self.grads = tf.function(_grads, reduce_retracing=True)
-        self.train_step = tf.function(_train, reduce_retracing=True)
-        self.apply_grads = tf.function(_apply, reduce_retracing=True)
-        self._evaluate = tf.function(_evaluate, reduce_retracing=True)
+        compiled = steps.make_steps(model, self.loss, optimizer)  # any Keras backend
+        self.grads, self.train_step, self.apply_grads = compiled.grads, compiled.train, compiled.apply
+        self._evaluate = compiled.evaluate
 
     # weights and state as lists of NumPy arrays -------------------------------------------
     def get_weights(self) -> list[np.ndarray]:

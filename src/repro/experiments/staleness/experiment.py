@@ -1,7 +1,7 @@
 """Parameter-averaging period and asynchronous-SGD staleness (`savchenko2019`, digest §5).
 
 The paper makes claims without experiments; this experiment turns each into a measurement, in
-one Python process with custom training loops (``tf.GradientTape``):
+one Python process with custom training loops (:mod:`repro.ml.steps`, any Keras backend):
 
 1. **Synchronous parameter averaging** (:mod:`repro.experiments.staleness.averaging`): N workers, each on its own
    data shard, take k local minibatch steps, then weights (optionally optimizer state) are

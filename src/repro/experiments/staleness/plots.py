@@ -45,7 +45,7 @@ def plot_accuracy_vs_period(result: Result):
         _int_ticks(ax, sorted(grid["period"].unique()))
     fig.suptitle("Synchronous parameter averaging: accuracy and communication vs period", y=1.02)
     fig.tight_layout()
-    return fig
+    return plots.stamp(fig, result.provenance)
 
 
 def plot_averaging_curves(result: Result):
@@ -60,7 +60,7 @@ def plot_averaging_curves(result: Result):
                        errorbar="sd", height=3, aspect=1.1)
     grid.set_titles("N = {col_name}")
     grid.figure.suptitle("Test accuracy per epoch by averaging period k", y=1.04)
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_state_comparison(result: Result):
@@ -78,7 +78,7 @@ def plot_state_comparison(result: Result):
            title=f"{result.params['state_optimizer']}, N = {result.params['state_workers']}: what is averaged")
     _int_ticks(ax, sorted(st["period"].unique()))
     fig.tight_layout()
-    return fig
+    return plots.stamp(fig, result.provenance)
 
 
 def plot_accuracy_vs_tau(result: Result):
@@ -99,7 +99,7 @@ def plot_accuracy_vs_tau(result: Result):
     ax.set(xlabel="staleness tau (fixed) or its mean (random)", ylabel="final test accuracy",
            title="Asynchronous SGD emulation: accuracy vs staleness")
     fig.tight_layout()
-    return fig
+    return plots.stamp(fig, result.provenance)
 
 
 def plot_mitigations(result: Result):
@@ -113,7 +113,7 @@ def plot_mitigations(result: Result):
                        errorbar="sd", height=3.2, aspect=1.2, hue_order=[v for v in MITIGATIONS if v in set(h["variant"])])
     grid.set_titles("mean tau = {col_name} (" + result.params["mitigation_tau_dist"] + ")")
     grid.figure.suptitle("Mitigations of stale gradients", y=1.04)
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def plot_staleness_distribution(result: Result):
@@ -134,7 +134,7 @@ def plot_staleness_distribution(result: Result):
     for ax, (_, row) in zip(grid.axes.flat, result["thread_staleness"].iterrows()):
         ax.set_title(f"N = {int(row.workers)} threads: mean {row['mean']:.2f}")
     grid.figure.suptitle("Real asynchronous run (Python threads): updates since read", y=1.05)
-    return grid
+    return plots.stamp(grid, result.provenance)
 
 
 def period_table(result: Result) -> pd.DataFrame:

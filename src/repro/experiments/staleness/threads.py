@@ -9,6 +9,7 @@ import pandas as pd
 
 from repro.experiments.staleness.averaging import EngineError, default_loss
 from repro.experiments.staleness.logs import LOG_COLUMNS
+from repro.ml import steps
 
 
 def threaded_async_run(model_fn, x: np.ndarray, y: np.ndarray, *, workers: int, updates_per_worker: int,
@@ -16,13 +17,12 @@ def threaded_async_run(model_fn, x: np.ndarray, y: np.ndarray, *, workers: int, 
     """Real asynchronous SGD on this machine: ``workers`` Python threads, one shared parameter set.
 
     Each thread loops: read the shared weights and the server version under a lock, compute a
-    gradient on a random minibatch with its own model copy (outside the lock; TensorFlow releases
-    the GIL, so threads overlap), then, under the lock, apply ``w -= lr * g`` and log the update
-    (:data:`LOG_COLUMNS`). Nothing is scheduled or delayed on purpose: the staleness is whatever
+    gradient on a random minibatch with its own model copy (outside the lock; the backend's
+    compiled step releases the GIL, so threads overlap), then, under the lock, apply
+    ``w -= lr * g`` and log the update (:data:`LOG_COLUMNS`). Nothing is scheduled or delayed on purpose: the staleness is whatever
     the interleaving of the threads on this machine produced. Returns the log.
     """
     import keras
-    import tensorflow as tf
 
     if not isinstance(workers, (int, np.integer)) or workers < 1:
         raise EngineError(f"workers must be an integer >= 1, got {workers!r}")
@@ -31,19 +31,7 @@ def threaded_async_run(model_fn, x: np.ndarray, y: np.ndarray, *, workers: int, 
     server = model_fn()
     shared = list(server.trainable_variables)
     copies = [model_fn() for _ in range(workers)]
-
-    def grad_fn_for(model):
-        variables = list(model.trainable_variables)
-
-        @tf.function
-        def grads(xb, yb):
-            with tf.GradientTape() as tape:
-                value = loss(yb, model(xb, training=True))
-            return tape.gradient(value, variables)
-
-        return grads
-
-    fns = [grad_fn_for(m) for m in copies]
+    fns = [steps.make_steps(m, loss).grads for m in copies]  # compiled for the Keras backend in use
     for fn in fns:  # trace before the clock starts
         fn(x[:batch_size], y[:batch_size])
     lock = threading.Lock()
@@ -64,7 +52,7 @@ def threaded_async_run(model_fn, x: np.ndarray, y: np.ndarray, *, workers: int, 
                 for v, w in zip(mine, weights):
                     v.assign(w)
                 b = rng.choice(len(y), size=batch_size, replace=False)
-                grads = fns[i](x[b], y[b])
+                _, grads = fns[i](x[b], y[b])
                 with lock:
                     applied = state["version"]
                     for v, g in zip(shared, grads):
