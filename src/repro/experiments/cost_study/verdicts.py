@@ -98,11 +98,10 @@ def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
     ours = f"{speed:.2f}x faster than {kc} cores" + (f"; cost ratio {ratio[0]:.2f} ({ratio[1]})" if ratio else "")
-    if _other_gpu(summary):
-        return Measured(ours, runs=p["repetitions"], gate=_other_gpu(summary))
-    if kc != PAPER_CPU_CORES:
-        return Measured(ours, runs=p["repetitions"],
-                        gate=f"not comparable (reference is {kc} cores, not {PAPER_CPU_CORES})")
+    gate = _other_gpu(summary) or (f"not comparable (reference is {kc} cores, not {PAPER_CPU_CORES})"
+                                   if kc != PAPER_CPU_CORES else "")
+    if gate:
+        return Measured(ours, runs=p["repetitions"], gate=gate)
     s_lo, s_hi = _rv("gpu_speedup_mnist_min"), _rv("gpu_speedup_mnist_max")
     r_lo, r_hi = _rv("gpu_cost_ratio_mnist_min"), _rv("gpu_cost_ratio_mnist_max")
     ok = s_lo <= speed <= s_hi and (ratio is None or r_lo <= ratio[0] <= r_hi)
