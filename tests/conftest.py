@@ -2,7 +2,8 @@
 
 Tests live in tiers: ``unit/`` (seconds, no notebook), ``smoke/`` (every notebook on the ``smoke``
 profile through papermill, then invariants of what it wrote), ``functional/`` (cpu-profile numbers
-against ``published/cpu``), ``book/`` (the built book, in a browser too). Slow tests are marked
+against ``published/cpu``), ``book/`` (the built book, in a browser too); ``jax/`` holds cases that need
+Keras on JAX, run by smoke tests in a JAX-only child process (not collected here). Slow tests are marked
 ``slow`` or ``functional``; all run in CI. Tests marked ``gpu`` are skipped where no GPU is visible.
 """
 

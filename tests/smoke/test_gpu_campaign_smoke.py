@@ -64,6 +64,9 @@ def test_rehearsed_mnist_and_optimizers_learn_under_jax(rehearsal):
     opt = _run(rehearsal, "optimizers")
     adam = opt["history"].query("variant == 'shared' and optimizer == 'adam'")
     assert adam.groupby("seed")["loss"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()
+    # the campaign's trainer: the seven optimizers of a seed in one compiled program, as on the H100
+    assert opt.provenance["trainer"]["trainer"] == "fused" and (opt["history"]["trained_together"] == 7).all()
+    assert opt["history"].groupby(["seed", "epoch"])["epoch_time_s"].nunique().eq(1).all()  # one group wall time
     assert not (opt.run_dir.parent / ".checkpoints").exists() or not any((opt.run_dir.parent / ".checkpoints").iterdir())
     from repro.experiments.optimizers import experiment as e
 

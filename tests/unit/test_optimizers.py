@@ -52,6 +52,22 @@ def test_bad_input_is_one_line():
         spec.resolve("smoke", {"filters": [32, 64]})
     with pytest.raises(ParameterError, match="parameter 'dataset'"):
         spec.resolve("smoke", {"dataset": "imagenet"})
+    with pytest.raises(ParameterError, match="parameter 'trainer'"):
+        spec.resolve("smoke", {"trainer": "parallel"})
+    with pytest.raises(ParameterError, match="parameter 'steps_per_execution'"):
+        spec.resolve("smoke", {"steps_per_execution": 0})
+
+
+def test_fused_trainer_off_jax_is_one_line_before_any_data():
+    from repro.experiments.optimizers import measure
+    from repro.ml import training
+
+    p = params.resolve("optimizers", "smoke", {"trainer": "fused"})
+    if training.backend() == "jax":
+        pytest.skip("this session runs Keras on JAX, where the fused trainer is allowed")
+    with pytest.raises(ParameterError, match=r"^parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only"):
+        optimizers.EXPERIMENT.prepare(p)
+    measure.check_trainer(params.resolve("optimizers", "smoke"))  # fit: any backend
 
 
 def _summary(accs: dict, variant="shared", seeds=2):
@@ -144,6 +160,18 @@ def test_summary_arithmetic():
     assert s["epochs_to_95pct_best"] == pytest.approx((2 + 3) / 2)  # 0.9 >= 0.855 at epoch 2; 1.0 only at epoch 3
     assert s["time_to_target_s"] == pytest.approx((20 + 33) / 2) and s["reached_target"] == 2
     assert s["train_time_s"] == pytest.approx(31.5) and s["seeds"] == 2
+    assert "trained_together" not in s  # a history from before the fused trainer
+    fused = optimizers.summarize(hist.assign(trained_together=7), target_accuracy=0.85).iloc[0]
+    assert fused["trained_together"] == 7 and fused["train_time_s"] == pytest.approx(31.5)
+
+
+def test_hours_of_a_fused_run_say_they_are_shared():
+    from repro.experiments.optimizers import verdicts
+
+    alone = verdicts.measurements(_summary(ACCS), PAPER_P, CIFAR)
+    fused = verdicts.measurements(_summary(ACCS).assign(trained_together=7), PAPER_P, CIFAR)
+    assert alone["hours_per_optimizer"].ours == "1.50 h"
+    assert fused["hours_per_optimizer"].ours == "1.50 h (the wall time of 7 optimizers trained together)"
 
 
 def test_validation_split_never_touches_the_test_set():

@@ -53,3 +53,18 @@ def test_shuffle_order_depends_on_seed_and_epoch(tiny):
 def test_images_per_second_arithmetic():
     hist = pd.DataFrame({"epoch_time_s": [2.0, 3.0]})
     assert training.images_per_second(hist, 1000) == pytest.approx(2 * 1000 / 5.0)
+
+
+@pytest.mark.parametrize("n, batch, steps, shapes", [
+    (250, 32, 3, [(3, 32), (3, 32), (1, 32), (1, 26)]),  # two chunks, a lone full batch, the partial one
+    (256, 32, 4, [(4, 32), (4, 32)]),
+    (50_000, 32, 8, [(8, 32)] * 195 + [(1, 32)] * 2 + [(1, 16)]),  # CIFAR-10's size: 1,562 full batches + 16
+])
+def test_fused_chunks_are_the_epochs_batches_in_order(n, batch, steps, shapes):
+    from repro.ml import fused
+
+    order = np.random.default_rng(0).permutation(n)
+    chunks = fused._chunks(order, batch, steps)
+    assert [c.shape for c in chunks] == shapes
+    assert np.array_equal(np.concatenate([c.ravel() for c in chunks]), order)  # every example once, fit's order
+    assert len({c.shape for c in chunks}) <= 3  # at most three compilations per group

@@ -30,6 +30,7 @@ from repro.ml import training
 from .common import LABELS, NAME, OPTIMIZERS
 from .measure import (
     build_model,
+    check_trainer,
     checkpoint_root,
     summarize,
     train_all,
@@ -70,6 +71,7 @@ class Optimizers:
     name = NAME
 
     def prepare(self, p: dict) -> _data.Dataset:
+        check_trainer(p)
         return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=0)
 
     def measure(self, run, p: dict, ds: _data.Dataset) -> harness.Output:
@@ -80,6 +82,9 @@ class Optimizers:
         if not p["resume"] and ckpt.exists():
             shutil.rmtree(ckpt)
         run.note("checkpoints", str(ckpt))
+        run.note("trainer", {"trainer": p["trainer"], "steps_per_execution": p["steps_per_execution"],
+                             "what": "every optimizer of a seed in one compiled JAX program, data on the device"
+                             if p["trainer"] == "fused" else "one Keras model.fit after another"})
         tables = {}
         plan = [("shared", {o: p["learning_rate"] for o in p["optimizers"]})]
         if p["tuned"]:

@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.core.params import ParameterError
 from repro.ml import data as _data
 from repro.ml import models, optim, training
+
+TRAINERS = ("fit", "fused")
 
 
 def build_model(p: dict, input_shape, num_classes: int, optimizer: str, learning_rate: float, seed: int):
@@ -39,23 +42,43 @@ def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dat
     return _data.Dataset(ds.x_train[train], ds.y_train[train], ds.x_train[val], ds.y_train[val], info)
 
 
-def _train(p, ds, optimizer, lr, seed, epochs, ckpt: Path, label: str) -> pd.DataFrame:
-    model = build_model(p, ds.input_shape, ds.num_classes, optimizer, lr, seed)
-    return training.fit(model, ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
-                        checkpoint_dir=ckpt, log_prefix=f"[{label}] ")
+def check_trainer(p: dict) -> None:
+    """``trainer: fused`` compiles with JAX: one line naming the parameter on another backend."""
+    if p.get("trainer", "fit") == "fused" and training.backend() != "jax":
+        raise ParameterError(f"parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only; this is "
+                             f"{training.backend()} (use trainer: fit)")
+
+
+def train_group(p: dict, ds: _data.Dataset, jobs: list[tuple], seed: int, epochs: int) -> list[pd.DataFrame]:
+    """One history per job ``(optimizer, learning rate, checkpoint dir, label)``, all at ``seed``: one after
+    another with ``model.fit`` (``trainer: fit``) or all at once in one compiled program (``fused``)."""
+    if not jobs:
+        return []
+    build = lambda opt, lr: build_model(p, ds.input_shape, ds.num_classes, opt, lr, seed)  # noqa: E731
+    if p.get("trainer", "fit") == "fused":
+        from repro.ml import fused
+
+        one_lr = len({lr for _, lr, _, _ in jobs}) == 1
+        return fused.fit_many([build(opt, lr) for opt, lr, _, _ in jobs], ds, epochs=epochs,
+                              batch_size=p["batch_size"], seed=seed, steps_per_execution=p["steps_per_execution"],
+                              checkpoint_dirs=[ckpt for _, _, ckpt, _ in jobs],
+                              labels=[opt if one_lr else f"{opt}@{lr:g}" for opt, lr, _, _ in jobs],
+                              log_prefix=f"[{jobs[0][3].split(' ')[0]} seed={seed}, {len(jobs)} models fused] ")
+    return [training.fit(build(opt, lr), ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
+                         checkpoint_dir=ckpt, log_prefix=f"[{label}] ") for opt, lr, ckpt, label in jobs]
 
 
 def tune(p: dict, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
     """Learning-rate search per optimizer on the validation split; one row per (optimizer, lr)."""
     val_ds = validation_split(ds, p["validation_fraction"], p["seeds"][0])
+    seed = p["seeds"][0]
+    jobs = [(opt, lr, ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}")
+            for opt in p["optimizers"] for lr in p["lr_grid"]]
     rows = []
-    for opt in p["optimizers"]:
-        for lr in p["lr_grid"]:
-            hist = _train(p, val_ds, opt, lr, p["seeds"][0], p["tune_epochs"],
-                          ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}")
-            last = hist.iloc[-1]
-            rows.append({"optimizer": opt, "learning_rate": lr, "val_accuracy": float(last["test_accuracy"]),
-                         "val_loss": float(last["test_loss"]), "train_accuracy": float(last["accuracy"])})
+    for (opt, lr, _, _), hist in zip(jobs, train_group(p, val_ds, jobs, seed, p["tune_epochs"])):
+        last = hist.iloc[-1]
+        rows.append({"optimizer": opt, "learning_rate": lr, "val_accuracy": float(last["test_accuracy"]),
+                     "val_loss": float(last["test_loss"]), "train_accuracy": float(last["accuracy"])})
     table = pd.DataFrame(rows)
     best = table.fillna({"val_accuracy": -1}).groupby("optimizer")["val_accuracy"].transform("max")
     table["best"] = table["val_accuracy"] == best
@@ -68,16 +91,22 @@ def train_all(p: dict, ds: _data.Dataset, plan: list[tuple[str, dict]], ckpt_roo
     """Every (variant, seed, optimizer) of ``plan`` ([(variant, {optimizer: learning rate})]): the history."""
     frames = []
     done: dict[tuple, pd.DataFrame] = {}
+    together: dict[tuple, int] = {}
+    fused = p.get("trainer", "fit") == "fused"
     for variant, lrs in plan:
         for seed in p["seeds"]:
+            # a tuned lr equal to the shared one is the same (deterministic) run: trained once
+            jobs = [(opt, lrs[opt], ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}")
+                    for opt in p["optimizers"] if (opt, lrs[opt], seed) not in done]
+            for (opt, lr, _, _), hist in zip(jobs, train_group(p, ds, jobs, seed, p["epochs"])):
+                done[(opt, lr, seed)] = hist
+                together[(opt, lr, seed)] = len(jobs) if fused else 1
             for opt in p["optimizers"]:
                 key = (opt, lrs[opt], seed)
-                if key not in done:  # a tuned lr equal to the shared one is the same (deterministic) run
-                    done[key] = _train(p, ds, opt, lrs[opt], seed, p["epochs"],
-                                       ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}")
-                frames.append(done[key].assign(variant=variant, optimizer=opt, seed=seed, learning_rate=lrs[opt]))
+                frames.append(done[key].assign(variant=variant, optimizer=opt, seed=seed, learning_rate=lrs[opt],
+                                               trained_together=together[key]))
     history = pd.concat(frames, ignore_index=True)
-    return history[["variant", "optimizer", "seed", "learning_rate", *training.HISTORY_COLUMNS]]
+    return history[["variant", "optimizer", "seed", "learning_rate", *training.HISTORY_COLUMNS, "trained_together"]]
 
 
 def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
@@ -95,6 +124,7 @@ def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
             "train_time_s": g["train_time_s"].iloc[-1],
             "time_to_target_s": g["train_time_s"].to_numpy()[hit[0]] if len(hit) else np.nan,
             "learning_rate": g["learning_rate"].iloc[0],
+            **({"trained_together": g["trained_together"].max()} if "trained_together" in g else {}),
         })
 
     seeds = history.groupby(["variant", "optimizer", "seed"]).apply(per_seed, include_groups=False).reset_index()
@@ -109,6 +139,7 @@ def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
         train_time_s=("train_time_s", "mean"),
         time_to_target_s=("time_to_target_s", "mean"),
         reached_target=("time_to_target_s", lambda s: int(s.notna().sum())),
+        **({"trained_together": ("trained_together", "max")} if "trained_together" in seeds else {}),
     ).reset_index()
     agg["rank"] = agg.groupby("variant")["final_accuracy"].rank(ascending=False, method="min").astype(int)
     return agg.sort_values(["variant", "rank"]).reset_index(drop=True)

@@ -1,0 +1,20 @@
+"""The fused trainer (several optimizers in one compiled JAX program, :mod:`repro.ml.fused`) on a JAX-only
+machine, as the lent GPU machine is: ``tests/jax/fused_cases.py`` in a child process on Keras's JAX backend
+with TensorFlow and PyTorch unimportable. The end-to-end run (the optimizers' ``rehearse`` profile, which
+trains fused) is the GPU-campaign rehearsal's (``test_gpu_campaign_smoke.py``)."""
+
+import subprocess
+import sys
+
+from repro.core import paths
+
+CASES = 5  # tests/jax/fused_cases.py: backend, fit equality (float32, mixed_float16), resume, fit resumes fused
+
+
+def test_fused_trainer_cases_hold_under_jax(jax_only_env):
+    cases = paths.project_root() / "tests" / "jax" / "fused_cases.py"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(cases)],
+                         env=jax_only_env, capture_output=True, text=True, timeout=600, cwd=paths.project_root())
+    tail = (out.stdout + out.stderr)[-3000:]
+    assert out.returncode == 0, tail
+    assert f"{CASES} passed" in tail and "skipped" not in tail, tail
