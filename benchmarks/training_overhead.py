@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args()
 
     import keras
@@ -69,8 +70,9 @@ def main() -> None:
     print(f"ratio helper/bare = {ratio:.3f} (target >= 0.97)")
     backend = training.backend()
     print(f"backend: {backend}")
-    out = Path(__file__).parent / "results" / ("training_overhead.json" if backend == "tensorflow"
-                                               else f"training_overhead-{backend}.json")
+    gpu = "-gpu" if training.device_summary()["device"] == "GPU" else ""
+    out = Path(args.out) / ("training_overhead.json" if backend == "tensorflow" and not gpu
+                            else f"training_overhead-{backend}{gpu}.json")
     results.atomic_write_json(out, {
         "args": vars(args), "backend": training.device_summary(), "dataset": ds.info, "images_per_second": runs,
         "median": med, "ratio": ratio,

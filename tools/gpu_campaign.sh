@@ -60,15 +60,20 @@ gpu_env() {  # on the GPU machine: the carried wheels beside its own packages, J
 
 step() {
   local name=$1 exp out=${OUT:?step runs on the device machine, where \$OUT is set}
-  exp=$(experiment_of "$name")
+  [ "$name" = bench ] || exp=$(experiment_of "$name")
   gpu_env
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 5 > "$out/$name-gpu.csv" 2>/dev/null &
   local smi=$!
-  rc=0
-  timeout "$STEP_LIMIT_S" "$PY" -m repro.cli measure "$exp" --profile "${STEP_PROFILE:-$PROFILE}" \
-    2>&1 | tee "$out/$name.log" || rc=$?
+  if [ "$name" = bench ]; then
+    { timeout 240 "$PY" benchmarks/training_overhead.py --dataset fashion_mnist --out "$out" || true
+      timeout 300 "$PY" benchmarks/fused_training.py --dataset fashion_mnist_rgb32 --n-train 50000 --out "$out" || true
+    } 2>&1 | tee "$out/bench.log"
+  else
+    timeout "$STEP_LIMIT_S" "$PY" -m repro.cli measure "$exp" --profile "${STEP_PROFILE:-$PROFILE}" \
+      2>&1 | tee "$out/$name.log" || true
+    pack "$name" "$exp" "$out"
+  fi
   kill "$smi" 2>/dev/null || true
-  pack "$name" "$exp" "$out"
   return 0
 }
 
