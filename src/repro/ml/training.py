@@ -133,9 +133,11 @@ def gpu_peak_memory_mb(g: int) -> list[float]:
     return out
 
 
-def gpu_distribution(g: int):
+def gpu_distribution(g: int, device_type: str = "gpu"):
     """Context for building and training on ``g`` GPUs: TensorFlow's MirroredStrategy, Keras's
-    DataParallel distribution under JAX, nothing for ``g == 0`` (or one GPU under PyTorch)."""
+    DataParallel distribution under JAX, nothing for ``g == 0`` (or one GPU under PyTorch).
+    ``device_type="cpu"`` spreads over logical CPU devices instead (how the tests run these paths
+    without a GPU)."""
     from contextlib import nullcontext
 
     if g <= 0:
@@ -144,11 +146,11 @@ def gpu_distribution(g: int):
     if name == "tensorflow":
         import tensorflow as tf
 
-        return tf.distribute.MirroredStrategy(devices=[f"/gpu:{i}" for i in range(g)]).scope()
+        return tf.distribute.MirroredStrategy(devices=[f"/{device_type}:{i}" for i in range(g)]).scope()
     if name == "jax":
         import keras
 
-        return keras.distribution.DataParallel(devices=keras.distribution.list_devices("gpu")[:g]).scope()
+        return keras.distribution.DataParallel(devices=keras.distribution.list_devices(device_type)[:g]).scope()
     if g == 1:
         return nullcontext()
     raise NotImplementedError(f"training on {g} GPUs is not supported on the {name} backend here")
