@@ -155,6 +155,18 @@ def test_judge_on_a_hand_made_result(tmp_path):
     led = claims.ledger(distributed.NAME, m).assign(id=list(claims.load(distributed.NAME))).set_index("id")
     assert m["fault_tolerance"].holds and "sync PS (control): finished with the remaining worker too" in m["fault_tolerance"].ours
     assert led.loc["fault_tolerance", "verdict"].startswith("not comparable (1 run")  # one kill per method
+    # two trials: a verdict; the control's survival stays in the text; one failed trial decides
+    two = pd.concat([faults.assign(trial=1), faults.assign(trial=2)], ignore_index=True)
+    m2 = distributed.EXPERIMENT.judge(harness.Result(tmp_path, P, {"experiment": "distributed"},
+                                                     {**tables, "faults": two}, {"cores": 4, "workers_share_cores": False}))
+    assert m2["fault_tolerance"].runs == 2 and m2["fault_tolerance"].holds
+    assert m2["fault_tolerance"].ours.startswith("async PS: finished with the remaining worker (2 of 2 trials), "
+                                                 "20 of 20 steps completed at least; ring: stopped with an error (2 of 2 trials)")
+    led2 = claims.ledger(distributed.NAME, m2).assign(id=list(claims.load(distributed.NAME))).set_index("id")
+    assert led2.loc["fault_tolerance", "verdict"] == "reproduced"
+    two.loc[(two["trial"] == 2) & (two["method"] == "ring"), "outcome"] = "finished"
+    m3 = verdicts.fault_tolerance(two)
+    assert not m3.holds and "ring: stopped with an error (1 of 2 trials), finished (1 of 2 trials)" in m3.ours
     # Table 1: counts are exact, so one build is enough for 'reproduced'
     assert led.loc["table1_vgg16", "verdict"].startswith("reproduced (ours/paper: parameters 1.003")
     assert led.loc["table1_resnet50", "verdict"].startswith("differs (0.772 outside [0.95, 1.05])")

@@ -18,7 +18,7 @@ TABLE1 = {"vgg16": "vgg16", "vgg19": "vgg19", "resnet50": "resnet50", "inception
 # the findings of digest §2 (claim ids of claims.yaml, in the findings table's order)
 FINDINGS = ("async_vs_sync", "ring_vs_ps", "horovod", "ring_scaling", "vgg_worst", "ps_efficiency",
             "fault_tolerance")
-FAULT_COLUMNS = ["method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
+FAULT_COLUMNS = ["trial", "method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
                  "error", "seconds", "orphans"]
 
 

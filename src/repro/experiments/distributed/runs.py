@@ -147,30 +147,32 @@ def _fault_jobs(p: dict, m: dict) -> list[tuple[str, dict]]:
 
 
 def fault_runs(p: dict, base: Path) -> pd.DataFrame:
-    """Kill worker 1 of 2 mid-run: async PS, sync PS as the control (fail_fast off) and ring all-reduce
-    (fail_fast on), first model."""
+    """Kill worker 1 of 2 mid-run, ``fault_trials`` times: async PS, sync PS as the control (fail_fast off)
+    and ring all-reduce (fail_fast on), first model."""
     m = model_specs(p)[0]
     env = cluster.thread_env(p["threads_per_worker"])
     rows = []
-    for method, job in _fault_jobs(p, m):
-        d = base / f"{method}-kill"
-        t0 = time.perf_counter()
-        row = dict.fromkeys(FAULT_COLUMNS, None) | {"method": method, "workers": 2, "model": m["name"],
-                                                    "killed": "worker:1", "outcome": "", "error": ""}
-        try:
-            res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120, run_dir=d,
-                                      env=env, **job)
-            if method.startswith("ps_"):
-                r = res.results["chief:0"]
-                row.update(outcome="finished with the remaining worker", scheduled=r["scheduled"],
-                           completed=r["completed"], lost=r["lost"], updates=r["updates"])
-            else:
-                row.update(outcome="finished")
-        except cluster.ClusterError as exc:
-            row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
-        row["seconds"] = time.perf_counter() - t0
-        row["orphans"] = _no_leftovers(d)
-        rows.append(row)
+    for trial in range(1, p.get("fault_trials", 1) + 1):
+        for method, job in _fault_jobs(p, m):
+            d = base / (f"{method}-kill" + (f"-{trial}" if trial > 1 else ""))
+            t0 = time.perf_counter()
+            row = dict.fromkeys(FAULT_COLUMNS, None) | {"trial": trial, "method": method, "workers": 2,
+                                                        "model": m["name"], "killed": "worker:1", "outcome": "",
+                                                        "error": ""}
+            try:
+                res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120,
+                                          run_dir=d, env=env, **job)
+                if method.startswith("ps_"):
+                    r = res.results["chief:0"]
+                    row.update(outcome="finished with the remaining worker", scheduled=r["scheduled"],
+                               completed=r["completed"], lost=r["lost"], updates=r["updates"])
+                else:
+                    row.update(outcome="finished")
+            except cluster.ClusterError as exc:
+                row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
+            row["seconds"] = time.perf_counter() - t0
+            row["orphans"] = _no_leftovers(d)
+            rows.append(row)
     return pd.DataFrame(rows, columns=FAULT_COLUMNS)
 
 

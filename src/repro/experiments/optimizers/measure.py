@@ -14,8 +14,6 @@ from repro.core.params import ParameterError
 from repro.ml import data as _data
 from repro.ml import models, optim, training
 
-TRAINERS = ("fit", "fused")
-
 
 def build_model(p: dict, input_shape, num_classes: int, optimizer: str, learning_rate: float, seed: int):
     import keras
