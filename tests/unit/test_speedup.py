@@ -414,6 +414,10 @@ def test_extended_model_against_hand_computed_times():
     assert extended_time("async", "central", 1, 4, 0.6, **kw) == pytest.approx(4 * 0.61)
     # capacity: 4 closures x 1.0 CPU-seconds on 2 cores = 2.0 > 1.22
     assert extended_time("async", "distributed", 2, 4, 0.6, cpu_closure=1.0, **kw) == pytest.approx(2.0)
+    # 0.04 s of overhead per closure beyond pull, push and call: every closure pays 0.01 + 0.04, the update 0.01
+    # sync-split, distributed, N=2, D=3: (0.05 + 0.2 + 0.4 + 0.01) x 3; async, distributed: 2 x (0.05 + 0.6)
+    assert extended_time("sync-split", "distributed", 2, 3, 0.6, t_extra=0.04, **kw) == pytest.approx(1.98)
+    assert extended_time("async", "distributed", 2, 4, 0.6, t_extra=0.04, **kw) == pytest.approx(1.30)
 
 
 def _cmp(rows):

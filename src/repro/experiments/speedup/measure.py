@@ -15,7 +15,8 @@ parameter ``measure`` is true. Every number comes from real processes started by
 
    * *thesis*: :func:`repro.experiments.speedup.equations.estimate` with ``t_comm = (t_pull + t_push) / 2``;
    * *extended* (:func:`extended_time`): the thesis' structure with these corrections, every
-     input measured by the probe, nothing fitted to the runs:
+     input measured (by the probe, and a closure without its compute before each cluster's timed runs),
+     nothing fitted to the runs:
 
      - **core contention**: N workers computing at once on C cores each take
        ``t_grad(b) * max(1, N u / C)``, ``u`` = cores one worker keeps busy
@@ -27,8 +28,11 @@ parameter ``measure`` is true. Every number comes from real processes started by
      - **which schedule**: without the semaphore the central server's transfers share its link
        (the thesis' worst case), with it they are serialised (its best case); links are full
        duplex;
-     - **latency**: every closure and every synchronous update pays the measured round trip
-       ``t_lat``; and with the distributed server the N shards are separate processes here (no
+     - **latency and overhead**: every synchronous update pays the measured round trip ``t_lat``,
+       every closure also ``t_extra``: a closure without its compute (pull, zeros pushed, through the
+       coordinator), timed in each training cluster before its timed runs, minus the probe's
+       ``t_lat + t_pull + t_push`` (the coordinator, the per-worker dataset, the closure's per-tensor
+       ops: the probe calls the worker directly and has none of them); and with the distributed server the N shards are separate processes here (no
        shard is local to its worker), so a worker moves all its weights: ``2 t_comm``, not
        ``2 t_comm (N-1)/N`` (the emulated thesis cluster puts shard k on worker k's node:
        :func:`remote_share`).
@@ -65,13 +69,16 @@ FORWARD_SHARE = 1 / 3  # forward pass / (forward + backward): the usual "backwar
 
 def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pull: float, t_push: float,
                   t_lat: float, cores: int, threads_per_worker: int, semaphore: bool = False,
-                  cpu_closure: float = 0.0, overlap: bool = True, remote_share: float = 1.0) -> float:
+                  cpu_closure: float = 0.0, overlap: bool = True, remote_share: float = 1.0,
+                  t_extra: float = 0.0) -> float:
     """Predicted training time of D batches (the extended model; see the module docstring).
 
     ``t_grad_b``: measured gradient time of the closure's batch (B, or B/N for sync-split);
-    ``cpu_closure``: measured busy CPU-seconds of one closure (gradient + pull + push + call).
+    ``cpu_closure``: measured busy CPU-seconds of one closure (gradient + pull + push + call, or gradient +
+    a closure without its compute); ``t_extra``: what a closure costs beyond pull, push and call (0: not
+    measured; see :func:`compare`).
 
-    * one closure: ``t_lat + max(pull, f g) + max(push, (1 - f) g)`` -- TensorFlow starts the
+    * one closure: ``c + max(pull, f g) + max(push, (1 - f) g)``, ``c = t_lat + t_extra`` -- TensorFlow starts the
       forward pass as weights arrive and sends each gradient as backpropagation produces it,
       so transfers overlap compute (``f`` = :data:`FORWARD_SHARE`, ``g`` = ``t_grad_b`` x contention);
     * central server without the semaphore: the N transfers share its link (TCP fair share), so
@@ -89,20 +96,21 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
     * capacity: the whole run cannot be shorter than its closures' CPU-seconds spread over C cores.
 
     ``overlap=False`` (emulated compute, which waits for every weight before it starts and sends
-    when it ends): a closure is ``t_lat + pull + g + push``.
+    when it ends): a closure is ``c + pull + g + push``.
     """
     g = t_grad_b * float(contention(n, cores, threads_per_worker))
     f = FORWARD_SHARE if overlap else 0.0
+    call = t_lat + t_extra
 
     def closure(pull: float, push: float) -> float:
         if not overlap:
-            return t_lat + pull + g + push
-        return t_lat + max(pull, f * g) + max(push, (1 - f) * g)
+            return call + pull + g + push
+        return call + max(pull, f * g) + max(push, (1 - f) * g)
 
     if mode in ("sync-join", "sync-split"):
         its = -(-d // n) if mode == "sync-join" else d
         if server == "central":
-            t_iter = (t_lat + n * t_pull + (max(t_push, (1 - f) * g) if overlap else g + t_push) if semaphore
+            t_iter = (call + n * t_pull + (max(t_push, (1 - f) * g) if overlap else g + t_push) if semaphore
                       else closure(n * t_pull, n * t_push))
         else:
             t_iter = closure(t_pull * remote_share, t_push * remote_share)
@@ -231,6 +239,8 @@ def _run_row(net: dict, r: dict, n: int, k: float, res) -> dict:
            "closures_per_worker": " ".join(map(str, r["closures_per_worker"])),
            "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
            "assignment_matches": net["placed"] == net["assignment"]}
+    if net.get("bare_closure"):  # a closure without its compute, through the coordinator, before the timed runs
+        row.update({"t_bare_closure_s": net["bare_closure"]["mean"], "cpu_bare_closure_s": net["bare_closure"]["cpu_seconds"]})
     if res is not None:  # emulated: the dilation, and the busiest link direction's rate in emulated time
         moved = res.bytes_between(*r["window"])
         busiest = max(max(v["sent"], v["received"]) for v in moved.values())
@@ -264,8 +274,10 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emula
         t_push = _probe_value(pr, link, r.network, "t_push")
         t_lat = _probe_value(pr, link, r.network, "t_latency")
         t_comm = (t_pull + t_push) / 2
-        cpu = sum(_probe_value(pr, link, r.network, q, bb, "cpu_s") for q, bb in (
-            ("t_grad", r.closure_batch), ("t_pull", None), ("t_push", None), ("t_latency", None)))
+        bare, cpu_bare = _measured(r, "t_bare_closure_s"), _measured(r, "cpu_bare_closure_s")
+        extra = max(0.0, bare - t_lat - t_pull - t_push) if bare else 0.0
+        cpu = _probe_value(pr, link, r.network, "t_grad", r.closure_batch, "cpu_s") + (cpu_bare if bare else sum(
+            _probe_value(pr, link, r.network, q, None, "cpu_s") for q in ("t_pull", "t_push", "t_latency")))
         local = r.server == "distributed" and bool(getattr(r, "ps_on_workers", False))
         share = remote_share([int(x) for x in str(r.shard_elements).split()]) if local else 1.0
         thesis = float(eq.estimate(t_grad, t_comm, r.mode, r.server, [int(r.workers)], d,
@@ -273,7 +285,8 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emula
         ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat,
                             max(cores, int(r.workers)) if emulated else cores,
                             1 if emulated else p["threads_per_worker"], bool(r.semaphore),
-                            0.0 if emulated else cpu, overlap=not emulated, remote_share=share)
+                            0.0 if emulated else cpu, overlap=not emulated, remote_share=share,
+                            t_extra=0.0 if emulated else extra)
         server = r.server + ("+semaphore" if r.semaphore else "")
         rows.append({"network": r.network, "mode": r.mode, "server": server, "workers": int(r.workers),
                      "t_grad": t_grad, "t_comm": t_comm, "measured_s": r.seconds,
@@ -282,6 +295,12 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emula
                      "speedup_extended": d * t_grad / ext,
                      "error_thesis": thesis / r.seconds - 1, "error_extended": ext / r.seconds - 1})
     return pd.DataFrame(rows)
+
+
+def _measured(row, column: str) -> float:
+    """A run row's optional measurement; 0 where its run predates it (NaN or no column)."""
+    v = getattr(row, column, np.nan)
+    return 0.0 if pd.isna(v) else float(v)
 
 
 def errors(cmp: pd.DataFrame) -> pd.DataFrame:

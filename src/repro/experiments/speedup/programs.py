@@ -415,6 +415,9 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
             return tf.data.Dataset.from_tensors((x, y)).repeat()
         return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
+    bare = None if emulate else _bare_closures(  # emulated closures wait: this machine's costs are dilated away
+        _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=False, wait_s=0.0), coordinator,
+        iterator_for(batch_size))
     variants = [(m, False) for m in modes]
     if semaphore and server == "central":
         variants += [(m, True) for m in modes]
@@ -449,4 +452,21 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
     return {"network": network, "server": server, "workers": n, "ps": num_ps, "batches": batches,
             "batch_size": batch_size, "image_size": image_size, "runs": runs,
             "variable_sizes": sizes, "assignment": assignment, "placed": devices,
-            "shard_elements": shard_elements}
+            "shard_elements": shard_elements, "bare_closure": bare}
+
+
+def _bare_closures(trainer, coordinator, iterator, repeats: int = 10, warmup: int = 3) -> dict:
+    """A closure without its compute, one at a time through the coordinator: it pulls every weight, makes
+    zeros of their shapes, pushes them as an update (weights unchanged) and counts itself; ``repeats``
+    times (wall seconds, and the machine's busy CPU-seconds per closure).
+
+    What a closure costs beyond the probe's pull, push and call is this machine's: the coordinator's
+    dispatch, the per-worker dataset, the closure's graph of per-tensor ops. The probe cluster calls
+    the worker directly, so it is measured here, before any timed run; the extended model charges it
+    to every closure (:func:`repro.experiments.speedup.measure.extended_time`)."""
+
+    def one():
+        coordinator.schedule(trainer.async_step, args=(iterator,))
+        coordinator.join()
+
+    return _stats(*_timed(one, repeats, warmup))
