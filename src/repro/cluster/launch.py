@@ -18,7 +18,6 @@ servers (no authentication, bound to all interfaces) are unreachable from other 
 
 from __future__ import annotations
 
-import bisect
 import functools
 import json
 import os
@@ -101,30 +100,20 @@ class ClusterResult:
     def task(self, name: str) -> dict:
         return next(t for t in self.tasks if t["name"] == name)
 
-    def bytes_between(self, start: float, end: float) -> dict[str, int | dict[str, int]]:
+    def bytes_between(self, start: float, end: float) -> dict[str, dict[str, int]]:
         """Emulated network: bytes each task sent / received between two wall-clock times (``time.time()``).
 
-        From the supervisor's cumulative counters, sampled about every 0.2 s (later when the
-        machine is busy): each counter is interpolated linearly between the two samples around
-        ``start`` and around ``end``. Taking the samples themselves would widen the window by up
-        to a sampling interval on each side, and overcount short windows.
+        From the supervisor's samples (every 0.2 s): the last sample at or before ``start`` and
+        the first at or after ``end``, so the window is widened by up to 0.2 s on each side.
         """
         path = self.run_dir / "link_samples.jsonl"
         if not path.exists():
             raise ClusterError("no link samples: bytes per window need an emulated network")
         samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        times = [s["time"] for s in samples]
-
-        def at(t: float, task: str, key: str) -> float:
-            i = min(max(bisect.bisect_right(times, t), 1), len(times) - 1) if len(times) > 1 else 0
-            lo, hi = samples[max(i - 1, 0)], samples[i]
-            a, b = lo["links"].get(task, {}).get(key, 0), hi["links"].get(task, {}).get(key, 0)
-            span = hi["time"] - lo["time"]
-            frac = min(max((t - lo["time"]) / span, 0.0), 1.0) if span > 0 else 1.0
-            return a + frac * (b - a)
-
-        return {t: {k: int(round(at(end, t, k) - at(start, t, k))) for k in ("sent", "received")}
-                for t in samples[-1]["links"]}
+        before = [s for s in samples if s["time"] <= start] or samples[:1]
+        after = [s for s in samples if s["time"] >= end] or samples[-1:]
+        a, b = before[-1]["links"], after[0]["links"]
+        return {t: {k: b[t][k] - a.get(t, {}).get(k, 0) for k in ("sent", "received")} for t in b}
 
 
 @functools.lru_cache(maxsize=1)
