@@ -32,8 +32,9 @@ parameter ``measure`` is true. Every number comes from real processes started by
        every closure also ``t_extra``: a closure without its compute (pull, zeros pushed, through the
        coordinator), timed in each training cluster before its timed runs, minus the probe's
        ``t_lat + t_pull + t_push`` (the coordinator, the per-worker dataset, the closure's per-tensor
-       ops: the probe calls the worker directly and has none of them); and with the distributed server the N shards are separate processes here (no
-       shard is local to its worker), so a worker moves all its weights: ``2 t_comm``, not
+       ops: the probe calls the worker directly and has none of them); and with the distributed
+       server the N shards are separate processes here (no shard is local to its worker), so a
+       worker moves all its weights: ``2 t_comm``, not
        ``2 t_comm (N-1)/N`` (the emulated thesis cluster puts shard k on worker k's node:
        :func:`remote_share`).
 
@@ -78,8 +79,8 @@ def extended_time(mode: str, server: str, n: int, d: int, t_grad_b: float, t_pul
     a closure without its compute); ``t_extra``: what a closure costs beyond pull, push and call (0: not
     measured; see :func:`compare`).
 
-    * one closure: ``c + max(pull, f g) + max(push, (1 - f) g)``, ``c = t_lat + t_extra`` -- TensorFlow starts the
-      forward pass as weights arrive and sends each gradient as backpropagation produces it,
+    * one closure: ``c + max(pull, f g) + max(push, (1 - f) g)``, ``c = t_lat + t_extra`` -- TensorFlow
+      starts the forward pass as weights arrive and sends each gradient as backpropagation produces it,
       so transfers overlap compute (``f`` = :data:`FORWARD_SHARE`, ``g`` = ``t_grad_b`` x contention);
     * central server without the semaphore: the N transfers share its link (TCP fair share), so
       all of them end after ``N t_pull`` / ``N t_push`` (the thesis' worst case); with the
@@ -240,7 +241,8 @@ def _run_row(net: dict, r: dict, n: int, k: float, res) -> dict:
            "ps_tasks": net["ps"], "shard_elements": " ".join(map(str, net["shard_elements"])),
            "assignment_matches": net["placed"] == net["assignment"]}
     if net.get("bare_closure"):  # a closure without its compute, through the coordinator, before the timed runs
-        row.update({"t_bare_closure_s": net["bare_closure"]["mean"], "cpu_bare_closure_s": net["bare_closure"]["cpu_seconds"]})
+        bare = net["bare_closure"]
+        row.update({"t_bare_closure_s": bare["mean"], "cpu_bare_closure_s": bare["cpu_seconds"]})
     if res is not None:  # emulated: the dilation, and the busiest link direction's rate in emulated time
         moved = res.bytes_between(*r["window"])
         busiest = max(max(v["sent"], v["received"]) for v in moved.values())
