@@ -85,6 +85,23 @@ def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("method", ["ps_sync", "ps_async"])
+def test_emulated_ps_worker_waits_in_timed_steps_only(method, tmp_path):
+    """An emulated PS worker waits t_grad x dilation in every timed step, the wait a tensor argument
+    (warm-up steps pass 0): images/sec stays under workers x batch / t_grad, and not far under it."""
+    from repro.core import params
+    from repro.experiments.distributed import runs
+
+    p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 2, "steps": 4})
+    t_grad = 0.5
+    summary, _ = runs.cluster_run(method, 2, p, tmp_path / "ps", network=cluster.Network(bandwidth="100mbit"),
+                                  emulate={"t_grad": {"tiny": t_grad}, "dilation": 2.0})
+    (row,) = summary
+    bound = 2 * 8 / t_grad  # two workers, each one batch per t_grad (times are divided by the dilation)
+    assert 0.6 * bound <= row["total_images_per_sec"] <= bound * 1.02
+
+
+@pytest.mark.slow
 def test_smoke_notebook_results(smoke_runs):
     run_dir = smoke_runs["distributed"]
     t = pd.read_csv(run_dir / "throughput.csv")

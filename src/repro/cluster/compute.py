@@ -11,8 +11,11 @@ TensorFlow is imported inside the function.
 from __future__ import annotations
 
 
-def wait_then_zeros(tensors, seconds: float):
+def wait_then_zeros(tensors, seconds):
     """``(done, zeros)``: wait ``seconds`` after all ``tensors`` exist, then zeros shaped like each of them.
+
+    ``seconds`` is a number or a scalar tensor: a function traced once can then wait 0 in its
+    warm-up steps (which only trace, connect and allocate) and the emulated time in its timed ones.
 
     ``done`` (a float32 scalar, 0) comes out of the wait; every zero tensor depends on it, and
     the wait depends on one element of every input tensor, so the order is pull -> wait -> push.
@@ -20,7 +23,7 @@ def wait_then_zeros(tensors, seconds: float):
     import tensorflow as tf
 
     tensors = list(tensors)
-    micro = tf.constant(max(0, int(round(float(seconds) * 1e6))), tf.int64)
+    micro = tf.cast(tf.round(tf.maximum(tf.cast(seconds, tf.float64), 0.0) * 1e6), tf.int64)
     first = [tf.cast(tf.reshape(t, [-1])[:1], tf.float32) for t in tensors]
     start = tf.reduce_sum(tf.concat(first, axis=0)) * 0.0
     spec = {"output_types": [tf.float32], "output_shapes": [[]]}
@@ -32,3 +35,11 @@ def wait_then_zeros(tensors, seconds: float):
     # t * 0 (from the wait) is computed where t is, the worker: a Fill would be placed next to the
     # variable it updates, on the parameter server, and no gradient would cross the link
     return done, [t * tf.cast(done, t.dtype) for t in tensors]
+
+
+def wait_tensors(seconds: float | None):
+    """(warm-up, timed) waits as float64 scalar tensors, arguments of one traced step: warm-up steps wait 0
+    (they trace, connect and allocate, and are not timed), timed steps ``seconds`` (0 when None)."""
+    import tensorflow as tf
+
+    return tf.constant(0.0, tf.float64), tf.constant(seconds or 0.0, tf.float64)

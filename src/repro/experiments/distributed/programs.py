@@ -33,7 +33,7 @@ import hashlib
 import time
 
 from repro.cluster import context
-from repro.cluster.compute import wait_then_zeros
+from repro.cluster.compute import wait_tensors, wait_then_zeros
 from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
 from repro.ml.data import synthetic_batch
 
@@ -105,10 +105,10 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         wait = _wait(emulate, m["name"])
 
         @tf.function
-        def step():
+        def step(wait_s):
             def replica_fn():
                 if wait is not None:  # emulated: wait t_grad, then all-reduce zeros of the real shapes
-                    loss, grads = wait_then_zeros([v.value for v in net.trainable_variables], wait)
+                    loss, grads = wait_then_zeros([v.value for v in net.trainable_variables], wait_s)
                     opt.apply_gradients(zip(grads, net.trainable_variables))
                     return loss
                 with tf.GradientTape() as tape:
@@ -123,9 +123,10 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         def block(value):
             return float(strategy.experimental_local_results(value)[0].numpy())
 
+        warm, timed_wait = wait_tensors(wait)
         done = 0
         for _ in range(warmup_steps):
-            block(step())
+            block(step(warm))
             done += 1
         t0, w0 = time.perf_counter(), time.time()
         timed = 0
@@ -133,7 +134,7 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         for _ in range(steps):
             if kill_after is not None and rank == 0 and timed == kill_after:
                 _kill("worker:1")
-            loss = step()
+            loss = step(timed_wait)
             timed += 1
         last_loss = block(loss) if loss is not None else float("nan")
         seconds = time.perf_counter() - t0
@@ -222,9 +223,9 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
         wait = _wait(emulate, m["name"])
 
         @tf.function
-        def step():
+        def step(wait_s):
             if wait is not None:  # emulated: wait t_grad, then average zeros of the real shapes over the ring
-                loss, grads = wait_then_zeros(tvars, wait)
+                loss, grads = wait_then_zeros(tvars, wait_s)
                 opt.apply_gradients(zip([hvd.allreduce(g, op=hvd.Average) for g in grads], net.trainable_variables))
                 return loss
             with tf.GradientTape() as tape:
@@ -235,12 +236,13 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
             opt.apply_gradients(zip(grads, net.trainable_variables))
             return loss
 
+        warm, timed_wait = wait_tensors(wait)
         for _ in range(warmup_steps):
-            step().numpy()
+            step(warm).numpy()
         t0, w0 = time.perf_counter(), time.time()
         loss = None
         for _ in range(steps):
-            loss = step()
+            loss = step(timed_wait)
         last_loss = float(loss.numpy()) if loss is not None else float("nan")
         seconds = time.perf_counter() - t0
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
@@ -281,13 +283,13 @@ class _PSTrainer:
                 self.opt = keras.optimizers.SGD(learning_rate=learning_rate)
                 self.opt.build(self.tvars)
 
-        def replica_fn(x, y):
+        def replica_fn(x, y, wait):
             if wait_s is None:
                 with tf.GradientTape() as tape:
                     loss = tf.reduce_mean(loss_fn(y, net(x, training=True)))
                 grads = tape.gradient(loss, self.tvars)
             else:  # emulated: pull every weight to the worker, wait t_grad, push zeros of the real shapes
-                loss, grads = wait_then_zeros([tf.identity(v.value) for v in self.tvars], wait_s)
+                loss, grads = wait_then_zeros([tf.identity(v.value) for v in self.tvars], wait)
             if mode == "ps_sync":
                 for a, g in zip(self.accs, grads):
                     a.assign_add(g)  # on the PS; atomic per variable
@@ -298,15 +300,16 @@ class _PSTrainer:
                 return tf.identity(loss)
 
         @tf.function
-        def from_iterator(iterator):
+        def from_iterator(iterator, wait):
             x, y = next(iterator)
-            return strategy.run(replica_fn, args=(x, y))
+            return strategy.run(replica_fn, args=(x, y, wait))
 
         @tf.function
-        def from_tensors(x, y):
-            return strategy.run(replica_fn, args=(x, y))
+        def from_tensors(x, y, wait):
+            return strategy.run(replica_fn, args=(x, y, wait))
 
         self.from_iterator, self.from_tensors = from_iterator, from_tensors
+        self.warm, self.wait = wait_tensors(wait_s)
 
         if mode == "ps_sync":
             @tf.function
@@ -326,16 +329,18 @@ class _PSTrainer:
 
         return [int(np.asarray(v)) for v in self.counter.read_all()]
 
-    def run_steps(self, n_steps: int, workers: int, args_list=None, iterator=None) -> None:
-        """``n_steps`` steps: async = ``n_steps * workers`` independent updates; sync = ``n_steps`` aggregated ones."""
+    def run_steps(self, n_steps: int, workers: int, args_list=None, iterator=None, warmup: bool = False) -> None:
+        """``n_steps`` steps: async = ``n_steps * workers`` independent updates; sync = ``n_steps`` aggregated ones
+        (``warmup``: an emulated worker waits 0, see :func:`repro.cluster.compute.wait_tensors`)."""
         tf = self.tf
+        wait = self.warm if warmup else self.wait
         for _ in range(n_steps):
             batches = args_list if args_list is not None else [None] * workers
             for args in batches:
                 if args is None:
-                    self.coordinator.schedule(self.from_iterator, args=(iterator,))
+                    self.coordinator.schedule(self.from_iterator, args=(iterator, wait))
                 else:
-                    self.coordinator.schedule(self.from_tensors, args=args)
+                    self.coordinator.schedule(self.from_tensors, args=(*args, wait))
                 self.scheduled += 1
             if self.mode == "ps_sync":
                 self.coordinator.join()  # barrier: every gradient of this step is in the accumulators
@@ -387,7 +392,7 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
         dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
         print(f"[distributed] {method} {m['name']}: {warmup_steps} warm-up steps", flush=True)
-        trainer.run_steps(warmup_steps, n, iterator=iterator)
+        trainer.run_steps(warmup_steps, n, iterator=iterator, warmup=True)
         print(f"[distributed] {method} {m['name']}: warm-up done", flush=True)
         before = trainer.counts()
         print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
@@ -444,7 +449,7 @@ def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rat
     t0 = time.perf_counter()
     for _ in range(steps):
         for _ in range(n):
-            remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator,)))
+            remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator, trainer.wait)))
             if len(remote) == kill_after:
                 _kill("worker:1")
         if method == "ps_sync":  # barrier, then ONE update with the mean gradient, as run_steps does
