@@ -244,6 +244,7 @@ def test_emulated_rows_carry_basis_emulated_and_the_ledger_rules_apply():
 def _dist_params(**kw):
     from repro.core import params
 
+    kw.setdefault("emulate_models", ["resnet50", "vgg16"])  # the two models AUDIT sizes
     return params.resolve("distributed", "emulated", kw)
 
 
