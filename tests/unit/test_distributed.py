@@ -300,3 +300,18 @@ def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("repro: error: cannot read cluster file")
 
 
+
+
+def test_scaling_figures_wrap_five_models_into_rows_of_three(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from repro.experiments.distributed import chapter
+
+    models = ["vgg16", "vgg19", "resnet50", "resnet152", "inception_v3"]
+    rows = [{"method": m, "workers": n, "model": mod, "total_images_per_sec": 30.0 * n, "efficiency": 1.0}
+            for m in ("horovod", "ps_sync") for n in (1, 2) for mod in models]
+    result = harness.Result(tmp_path, {}, {}, tables={"t": pd.DataFrame(rows)})
+    assert chapter.plot_efficiency(result, "t").fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 3)
+    two = harness.Result(tmp_path, {}, {}, tables={"t": pd.DataFrame([r for r in rows if r["model"] in models[:2]])})
+    assert len(chapter.plot_throughput(two, "t").axes.flat) == 2  # up to three models: one row

@@ -18,6 +18,11 @@ def throughput_table(result: Result) -> pd.DataFrame:
     return df[[c for c in cols if c in df]]
 
 
+def _wrap(df: pd.DataFrame) -> int | None:
+    """Panels per row: all of them up to three models, else three (five panels in a row are unreadable)."""
+    return 3 if df["model"].nunique() > 3 else None
+
+
 def plot_throughput(result: Result, table: str = "throughput"):
     """The paper's Figures 9-11 for our runs: total images/sec vs processes, one panel per model
     (``table="emulated_throughput"``: the emulated cluster)."""
@@ -26,7 +31,7 @@ def plot_throughput(result: Result, table: str = "throughput"):
     style()
     df = result[table].assign(method=lambda d: d["method"].map(LABELS))
     grid = sns.relplot(data=df, x="workers", y="total_images_per_sec", hue="method", col="model", kind="line",
-                       marker="o", height=3.2, aspect=1.1, facet_kws={"sharey": False})
+                       marker="o", height=3.2, aspect=1.1, col_wrap=_wrap(df), facet_kws={"sharey": False})
     grid.set_axis_labels("worker processes", "images/sec (total)")
     return grid
 
@@ -38,7 +43,7 @@ def plot_efficiency(result: Result, table: str = "scaling"):
     style()
     df = result[table].assign(method=lambda d: d["method"].map(LABELS))
     grid = sns.relplot(data=df, x="workers", y="efficiency", hue="method", col="model", kind="line", marker="o",
-                       height=3.2, aspect=1.1)
+                       height=3.2, aspect=1.1, col_wrap=_wrap(df))
     for ax in grid.axes.flat:
         ax.axhline(1.0, color="grey", lw=1, ls="--")
     grid.set_axis_labels("worker processes", "efficiency vs linear")
