@@ -86,9 +86,10 @@ def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["ps_sync", "ps_async"])
-def test_emulated_ps_worker_waits_in_timed_steps_only(method, tmp_path):
-    """An emulated PS worker waits t_grad x dilation in every timed step, the wait a tensor argument
-    (warm-up steps pass 0): images/sec stays under workers x batch / t_grad, and not far under it."""
+def test_emulated_ps_worker_waits_t_grad_in_every_timed_step(method, tmp_path):
+    """An emulated PS worker waits t_grad x dilation in every timed step (the wait is a tensor argument of
+    the traced step; that warm-up passes 0 is tested in test_emulation): images/sec stays under
+    workers x batch / t_grad, and not far under it."""
     from repro.core import params
     from repro.experiments.distributed import runs
 

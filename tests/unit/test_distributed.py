@@ -300,8 +300,6 @@ def test_repro_cli_exposes_the_cluster_tools(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("repro: error: cannot read cluster file")
 
 
-
-
 def test_scaling_figures_wrap_five_models_into_rows_of_three(tmp_path):
     import matplotlib
 
