@@ -22,7 +22,9 @@ PUBLISHED = "cpu"
 # Same seed, data and code: only floating-point reduction order (oneDNN threads) differs between runs
 # on a CPU. One accuracy point is 10 of the subset's 1,000 test images.
 ACCURACY_TOLERANCE = 0.01
-TIME_RATIO_BAND = (0.33, 3.0)  # training time varies with the machine; only gross slow-downs are caught
+# training time varies with the machine and its load (the published run: 46 s; an idle machine here: 15 s),
+# so only a gross slow-down fails; a faster run is no regression (epochs and accuracy are checked above)
+MAX_SLOWDOWN = 3.0
 
 
 def _published(name: str) -> Path:
@@ -65,8 +67,7 @@ def test_mnist_cnn_cpu_run_matches_the_published_one(results_root):
     assert len(got["history"]) == 12
     assert got.summary["parameters"] == want["parameters"]
     assert got.summary["final_test_accuracy"] == pytest.approx(want["final_test_accuracy"], abs=ACCURACY_TOLERANCE)
-    lo, hi = TIME_RATIO_BAND
-    assert lo <= got.summary["total_train_time_s"] / want["total_train_time_s"] <= hi
+    assert got.summary["total_train_time_s"] / want["total_train_time_s"] <= MAX_SLOWDOWN
     stored = pd.read_csv(published / "ledger.csv", keep_default_na=False)
     assert got["ledger"]["verdict"].str.split(" [(]").str[0].tolist() == \
         stored["verdict"].str.split(" [(]").str[0].tolist()
