@@ -77,6 +77,24 @@ def test_sampler_on_this_process_stops_cleanly():
     assert not s._thread.is_alive()
 
 
+def test_sampler_stops_at_an_exiting_child_instead_of_recording_zero_memory(monkeypatch):
+    """Between releasing its memory and turning zombie a child reads rss 0: the last CI's flake."""
+    s = sweep.ResourceSampler(os.getpid(), interval=0.02)
+    real, calls = s._proc.memory_info, []
+
+    def exiting_after_three():
+        calls.append(1)
+        info = real()
+        return info._replace(rss=0) if len(calls) > 3 else info
+
+    exiting_after_three.cache_activate = exiting_after_three.cache_deactivate = lambda proc: None  # psutil's oneshot
+    monkeypatch.setattr(s._proc, "memory_info", exiting_after_three)
+    s.start()
+    s._thread.join(timeout=5)
+    assert not s._thread.is_alive()  # it stopped by itself at the exit
+    assert len(s.rows) == 3 and all(r["child_rss_mb"] > 1 for r in s.rows)
+
+
 def test_failing_child_is_reaped(tmp_path):
     pid_file = tmp_path / "pids"
     with pytest.raises(sweep.ChildFailed, match="exited with status 1: probe asked to fail"):

@@ -167,7 +167,10 @@ class ResourceSampler:
                     if self._proc.status() == ps.STATUS_ZOMBIE:  # exited, not yet reaped: rss reads 0
                         break
                     row["child_cpu_percent"] = self._proc.cpu_percent(None)
-                    rss = sum(p.memory_info().rss for p in self._family())
+                    rss = self._proc.memory_info().rss
+                    if rss == 0:  # exiting: its memory is released before it turns zombie
+                        break
+                    rss += sum(p.memory_info().rss for p in self._family()[1:])
                     row["child_threads"] = self._proc.num_threads()
                     try:
                         io = self._proc.io_counters()
