@@ -296,6 +296,8 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     assert out["vgg_worst"].holds is True and out["ps_efficiency"].holds is True
     assert out["ring_scaling"].holds is False  # VGG16 gains per added process too: "every model but VGG16" fails
     assert out["ring_vs_ps"].value == pytest.approx(0.6 / 0.5)  # the ratio farthest from the paper's 2x (vgg16)
+    assert out["async_vs_sync"].gate.startswith("not testable here (emulated compute has no variance")
+    assert out["async_vs_sync"].value == pytest.approx(0.55 / 0.5)  # measured and shown, just not judged
     assert verdicts.emulated(tables, {"emulate": "none"}) == {}
 
 
@@ -367,7 +369,10 @@ def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():
     out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
     assert all(m.runs == 2 and "2 run(s)" in m.ours for m in out.values())
     said = core_claims.load("distributed")
-    assert core_claims.verdict(said["async_vs_sync"], out["async_vs_sync"]).startswith("reproduced")  # 1.00 vs ~1
+    # 1.00, as the paper says, yet forced: every emulated worker waits the same t_grad, so no verdict either way
+    assert core_claims.verdict(said["async_vs_sync"], out["async_vs_sync"]).startswith(
+        "not testable here (emulated compute has no variance")
+    assert "async/sync images/sec at 4 workers: resnet50: 1.00, vgg16: 1.00" in out["async_vs_sync"].ours
     assert core_claims.verdict(said["vgg_worst"], out["vgg_worst"]).startswith("reproduced")
 
 
