@@ -227,11 +227,13 @@ def emulated(tables: dict, p: dict) -> dict[str, Measured]:
     out = {}
     n_runs = int(tp["runs"].min()) if "runs" in tp else 1  # independent runs behind every emulated number
     for f in EMULATED_FINDINGS:
-        m = f(g)
-        if m.gate:  # not measured on the emulated grid: left to the real runs
+        m, forced = f(g), FORCED_BY_EMULATION.get(f.__name__)
+        if m.gate:  # not on the emulated grid: the real runs decide it
+            if forced:  # unless they cannot either: a forced finding is not the emulation's to decide, measured or not
+                out[f.__name__] = Measured(NO, gate=forced)
             continue
         m.ours, m.basis, m.runs = f"{m.ours} [emulated {p['emulate']}, {n_runs} run(s)]", "emulated", n_runs
-        m.evidence, m.gate = "distributed-emulated-throughput", FORCED_BY_EMULATION.get(f.__name__)
+        m.evidence, m.gate = "distributed-emulated-throughput", forced
         out[f.__name__] = m
     return out
 
@@ -250,7 +252,9 @@ def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict
         out = {k: Measured(NO, gate=why) for k in FINDINGS if k != "fault_tolerance"}
     if provenance.get("horovod") == HOROVOD_NOT_INSTALLED:
         out["horovod"] = Measured(NO, gate=f"not measured ({HOROVOD_NOT_INSTALLED})")
-    out.update(emulated(tables, p))
+    for cid, m in emulated(tables, p).items():
+        if cid not in FORCED_BY_EMULATION or out[cid].gate:  # what real runs decided, the emulation cannot overturn
+            out[cid] = m
     out["fault_tolerance"] = fault_tolerance(tables.get("faults"))
     audit = tables["table1"].set_index("model")
     for model, ref in TABLE1.items():
