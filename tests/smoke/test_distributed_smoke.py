@@ -127,8 +127,11 @@ def test_smoke_notebook_results(smoke_runs):
     findings = led[~led["claim"].str.startswith("Table 1")].set_index("claim")
     fault_claim = "async PS is more fault tolerant than all-reduce (a worker killed mid-run)"
     scaling_claim = "with ring all-reduce every model except vgg16 gains images/sec with each added process"
+    async_claim = "async PS gives no significant improvement over sync PS"
     assert len(findings) == 7
-    assert findings.drop(index=[fault_claim, scaling_claim])["verdict"].str.startswith("not measured").all()
+    assert findings.drop(index=[fault_claim, scaling_claim, async_claim])["verdict"].str.startswith("not measured").all()
+    # with an emulated grid, async vs sync is never decided: emulated compute has no stragglers
+    assert findings.loc[async_claim, "verdict"].startswith("not testable here (emulated compute has no variance")
     # ring scaling is decided by the emulated K80 cluster (ResNet50 gains from 1 to 2 workers): one run
     assert findings.loc[scaling_claim, "basis"] == "emulated"
     assert "[emulated k80-p2.16xlarge, 1 run(s)]" in findings.loc[scaling_claim, "ours"]
