@@ -15,7 +15,7 @@ from repro.cluster import ClusterError, hardware
 from repro.core import paper
 from repro.core.params import ParameterError
 from repro.experiments.distributed.common import ALLREDUCE, PAPER, TABLE1
-from repro.experiments.distributed.programs import PAPER_SIZE, build_model
+from repro.experiments.distributed.models import PAPER_SIZE, build_model
 
 
 def images_per_second(batch_size: int, steps: Sequence[int], seconds: Sequence[float]) -> dict:

@@ -29,43 +29,13 @@ increments under asynchronous updates).
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 from repro.cluster import context
 from repro.cluster.compute import wait_tensors, wait_then_zeros
 from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
+from repro.experiments.distributed.models import PAPER_SIZE, build_model, weights_digest  # noqa: F401 (API)
 from repro.ml.data import synthetic_batch
-
-PAPER_SIZE = {"tiny": 32, "vgg16": 224, "vgg19": 224, "resnet50": 224, "resnet152": 224, "inception_v3": 299}
-MIN_SIZE = {"tiny": 16, "vgg16": 32, "vgg19": 32, "resnet50": 32, "resnet152": 32, "inception_v3": 75}
-APPLICATIONS = {"vgg16": "VGG16", "vgg19": "VGG19", "resnet50": "ResNet50", "resnet152": "ResNet152",
-                "inception_v3": "InceptionV3"}
-
-
-def build_model(name: str, image_size: int, num_classes: int):
-    """A Keras model: ``tiny`` = :func:`repro.ml.models.small_cnn`, else ``keras.applications`` with ``weights=None``."""
-    import keras
-
-    shape = (image_size, image_size, 3)
-    if name == "tiny":
-        from repro.ml.models import small_cnn
-
-        return small_cnn(shape, num_classes)
-    app = getattr(keras.applications, APPLICATIONS[name])
-    return app(weights=None, input_shape=shape, classes=num_classes)
-
-
-def _weights_digest(model) -> dict:
-    """SHA-256 and sum of the trainable weights (batch-norm moving statistics are per replica, not all-reduced)."""
-    import numpy as np
-
-    arrays = [np.asarray(v.numpy()) for v in model.trainable_weights]
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(a.tobytes())
-    return {"weights_sha256": h.hexdigest(), "weights_sum": float(sum(float(a.astype("float64").sum()) for a in arrays))}
-
 
 # ----------------------------------------------------------------------------- ring all-reduce
 
@@ -99,7 +69,7 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
             net = build_model(m["name"], m["image_size"], num_classes)
             opt = keras.optimizers.SGD(learning_rate=learning_rate)
             opt.build(net.trainable_variables)
-        initial = _weights_digest(net)
+        initial = weights_digest(net)
         x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
         global_batch = float(batch_size * n)
         wait = _wait(emulate, m["name"])
@@ -141,12 +111,19 @@ def ring(models: list[dict], batch_size: int, warmup_steps: int, steps: int, lea
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
                     "window": [w0, time.time()],
                     "warmup_steps": done, "steps": timed, "seconds": seconds, "last_loss": last_loss,
-                    "parameters": int(net.count_params()), **_weights_digest(net),
+                    "parameters": int(net.count_params()), **weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
     return {"task": ctx.task.name, "workers": n, "models": out}
 
 
 # ----------------------------------------------------------------------------- Horovod
+
+
+def _log_phases(what: str, phase: dict, seconds: float) -> None:
+    """One progress line per model: wall seconds of each set-up phase (in order), then the timed steps."""
+    names, marks = list(phase), list(phase.values())
+    parts = [f"{b} {t1 - t0:.1f} s" for b, t0, t1 in zip(names[1:], marks, marks[1:])]
+    print(f"[{what}] " + ", ".join(parts + [f"timed {seconds:.1f} s"]), flush=True)
 
 
 def _horovod_init(ctx, timeout: float = 60.0):
@@ -211,14 +188,22 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
     n, rank = hvd.size(), hvd.rank()
     out = []
     for m in models:
+        phase = {"start": time.perf_counter()}
         keras.utils.set_random_seed(seed)
         net = build_model(m["name"], m["image_size"], num_classes)
         opt = keras.optimizers.SGD(learning_rate=learning_rate)
         opt.build(net.trainable_variables)
         # Horovod's TF ops need tf.Variables: Keras 3 wraps them (KerasVariable.value)
         tvars = [v.value for v in net.trainable_variables]
-        hvd.broadcast_variables(tvars, root_rank=0)  # every replica starts from worker 0's weights
-        initial = _weights_digest(net)
+        phase["build"] = time.perf_counter()
+        if emulate is None:  # every replica starts from worker 0's weights
+            hvd.broadcast_variables(tvars, root_rank=0)
+            phase["broadcast"] = time.perf_counter()
+        # emulated: the same seed gave every replica the same weights already (replicas_identical checks
+        # it), and a broadcast over the dilated links would take longer than the timed step (VGG16 at 4
+        # workers: 32 s of wall time, untimed)
+        initial = weights_digest(net)
+        phase["digest"] = time.perf_counter()
         x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
         wait = _wait(emulate, m["name"])
 
@@ -239,15 +224,17 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
         warm, timed_wait = wait_tensors(wait)
         for _ in range(warmup_steps):
             step(warm).numpy()
+        phase["warmup"] = time.perf_counter()
         t0, w0 = time.perf_counter(), time.time()
         loss = None
         for _ in range(steps):
             loss = step(timed_wait)
         last_loss = float(loss.numpy()) if loss is not None else float("nan")
         seconds = time.perf_counter() - t0
+        _log_phases(f"horovod {m['name']}", phase, seconds)
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
                     "window": [w0, time.time()], "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
-                    "parameters": int(net.count_params()), **_weights_digest(net),
+                    "parameters": int(net.count_params()), **weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
     hvd.join()
     hvd.shutdown()
@@ -383,17 +370,19 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
     strategy, coordinator = _ps_strategy()
     out = []
     for m in models:
+        phase = {"start": time.perf_counter()}
         with strategy.scope():
             keras.utils.set_random_seed(seed)
             net = build_model(m["name"], m["image_size"], num_classes)
         trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
                              learning_rate, method, wait_s=_wait(emulate, m["name"]))
-
+        phase["build"] = time.perf_counter()
         dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        phase["datasets"] = time.perf_counter()
         print(f"[distributed] {method} {m['name']}: {warmup_steps} warm-up steps", flush=True)
         trainer.run_steps(warmup_steps, n, iterator=iterator, warmup=True)
-        print(f"[distributed] {method} {m['name']}: warm-up done", flush=True)
+        phase["warmup"] = time.perf_counter()
         before = trainer.counts()
         print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
         scheduled0, updates0 = trainer.scheduled, trainer.updates
@@ -401,6 +390,7 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
         trainer.run_steps(steps, n, iterator=iterator)
         seconds = time.perf_counter() - t0
         window = [w0, time.time()]
+        _log_phases(f"{method} {m['name']}", phase, seconds)
         after = trainer.counts()
         iterations = int(trainer.opt.iterations.numpy()) if method == "ps_async" else None
         out.append({"model": m["name"], "image_size": m["image_size"], "method": method, "window": window,

@@ -21,7 +21,7 @@ from repro.experiments.distributed.common import (
     METHODS,
     PROGRAMS,
 )
-from repro.experiments.distributed.programs import MIN_SIZE, PAPER_SIZE
+from repro.experiments.distributed.models import MIN_SIZE, PAPER_SIZE
 
 SWEEP_COLUMNS = ["method", "bandwidth", "bandwidth_mbps", "model", "workers", "model_mb", "measured_sent_mb_per_step",
                  "measured_received_mb_per_step", "analytic_mb_per_step", "measured_over_analytic",
