@@ -200,8 +200,7 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
             hvd.broadcast_variables(tvars, root_rank=0)
             phase["broadcast"] = time.perf_counter()
         # emulated: the same seed gave every replica the same weights already (replicas_identical checks
-        # it), and a broadcast over the dilated links would take longer than the timed step (VGG16 at 4
-        # workers: 32 s of wall time, untimed)
+        # it); a broadcast over the dilated links only adds untimed wall time (4 workers: 23-33 s a model)
         initial = weights_digest(net)
         phase["digest"] = time.perf_counter()
         x, y = synthetic_batch(batch_size, m["image_size"], num_classes, seed * 1000 + rank + 1)
