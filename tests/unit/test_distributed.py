@@ -313,3 +313,23 @@ def test_scaling_figures_wrap_five_models_into_rows_of_three(tmp_path):
     assert chapter.plot_efficiency(result, "t").fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 3)
     two = harness.Result(tmp_path, {}, {}, tables={"t": pd.DataFrame([r for r in rows if r["model"] in models[:2]])})
     assert len(chapter.plot_throughput(two, "t").axes.flat) == 2  # up to three models: one row
+
+
+def test_weights_digest_hashes_every_trainable_byte_in_order_and_sums_in_float64():
+    """The digest behind replicas_identical (emulated Horovod starts without a broadcast and relies on it):
+    SHA-256 of the trainable weights' bytes in order and their float64 sum; one changed weight changes it."""
+    import hashlib
+
+    import numpy as np
+
+    from repro.experiments.distributed.models import build_model, weights_digest
+
+    net = build_model("tiny", 16, 4)
+    arrays = [np.asarray(v.numpy()) for v in net.trainable_weights]
+    want = hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest()
+    d = weights_digest(net)
+    assert d["weights_sha256"] == want
+    assert d["weights_sum"] == pytest.approx(sum(float(a.astype("float64").sum()) for a in arrays), rel=1e-12)
+    v = net.trainable_weights[-1]
+    v.assign(v.numpy() + 1.0)
+    assert weights_digest(net)["weights_sha256"] != want
