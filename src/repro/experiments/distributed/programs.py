@@ -34,7 +34,7 @@ import time
 from repro.cluster import context
 from repro.cluster.compute import wait_tensors, wait_then_zeros
 from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
-from repro.experiments.distributed.models import PAPER_SIZE, build_model, weights_digest  # noqa: F401 (API)
+from repro.experiments.distributed.models import build_model, weights_digest
 from repro.ml.data import synthetic_batch
 
 # ----------------------------------------------------------------------------- ring all-reduce
