@@ -88,14 +88,14 @@ def test_smoke_notebook_writes_results(smoke_runs):
 
 
 def _check_emulation(run, summary):
-    """The smoke profile's emulated grid: SqueezeNet at 224 px on the thesis' emulated nodes, dilation 2."""
+    """The smoke profile's emulated grid: SqueezeNet at 224 px on the thesis' emulated nodes, dilation 4."""
     checks = pd.read_csv(run / "emulation_checks.csv")
     assert len(checks) == 2 + 2  # lone pull and push; S = N at N = 1, 2
     assert checks["within"].all(), checks.to_string()  # transfers and S = N within 5 %
     lone = checks[checks["check"].str.startswith("lone transfer")]
     assert lone["achieved_mbps"].between(900, 1050).all()  # the emulated 1 Gb/s link, dilation removed
     runs = pd.read_csv(run / "emulated_runs.csv")
-    assert (runs["dilation"] == 2.0).all() and np.allclose(runs["wall_s"], 2 * runs["seconds"])
+    assert (runs["dilation"] == 4.0).all() and np.allclose(runs["wall_s"], 4 * runs["seconds"])
     assert (runs["closures"] == 2).all() and runs["assignment_matches"].all()  # D = 2, every mode and N
     assert (runs["busiest_link_mbps"] <= 1000 * 1.05).all()
     assert runs["ps_on_workers"].all()  # the distributed server's shard k on worker k's node (its link names say so)
@@ -103,7 +103,7 @@ def _check_emulation(run, summary):
     assert (emu["t_grad"] == 0.758).all()  # Table 6.1's SqueezeNet, not measured here
     assert emu["error_extended"].abs().max() < 0.10  # the extended model on the emulated cluster
     e = summary["emulated"]
-    assert e["checks_within"] == e["checks_total"] == 4 and e["dilations"] == [2.0]
+    assert e["checks_within"] == e["checks_total"] == 4 and e["dilations"] == [4.0]
     led = pd.read_csv(run / "ledger.csv", keep_default_na=False)
     emulated = led[led["basis"] == "emulated"]
     assert len(emulated) >= 1 and emulated["ours"].str.contains("gtx970-1gbit").all()

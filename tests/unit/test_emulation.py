@@ -422,3 +422,24 @@ def test_async_vs_sync_is_never_the_emulations_to_decide_but_real_runs_still_dec
         m = verdicts.measurements(tables, summary, p, {})["async_vs_sync"]
         # on 4 cores the real runs decide; on 2 shared cores they cannot, and neither can the emulation
         assert core_claims.verdict(said["async_vs_sync"], m).startswith(real_says), cores
+
+
+def test_a_finding_neither_grid_measured_says_why_for_both():
+    from repro.experiments.distributed import verdicts
+    from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
+
+    def grid(methods, models):
+        tp = pd.DataFrame([{"method": m, "workers": n, "model": model, "total_images_per_sec": 40.0 * n}
+                           for m in methods for n in (1, 2) for model in models])
+        return {"throughput": tp, "scaling": scaling_efficiency(tp), "ratios": ratios(tp)}
+
+    emu = grid(["horovod", "ps_sync"], ["resnet50", "vgg16"])  # the emulated profile: no MWMS ring
+    real = grid(["ring", "ps_sync", "ps_async", "horovod"], ["tiny"])  # its real part: the tiny CNN only
+    audit = pd.DataFrame({"model": ["vgg16", "vgg19", "resnet50", "inception_v3", "resnet152"],
+                          "ours_params_m": [float("nan")] * 5, "ours_gflops": [float("nan")] * 5})
+    tables = {**real, **{f"emulated_{k}": v for k, v in emu.items()}, "table1": audit}
+    p = {"workers": [1, 2], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge"}
+    m = verdicts.measurements(tables, {"cores": 2, "workers_share_cores": True}, p, {})
+    assert m["ring_vs_ps"].gate == ("not measured yet (real runs: only the tiny smoke model; "
+                                    "emulated grid: ring and ps_sync not both in emulate_methods)")
+    assert m["horovod"].basis == "emulated" and m["horovod"].gate is None  # what the emulated grid measured stays

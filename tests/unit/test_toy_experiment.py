@@ -64,6 +64,10 @@ class Toy:
         mean = float(flips["heads"].mean())
         return {"fair": claims.Measured(f"{mean:.3f}", value=mean, runs=len(flips))}
 
+    def verdict_views(self, result, measured, ledger):  # optional: the chapter's tables that show verdicts
+        return harness.Output({"verdicts": ledger[["claim", "verdict"]]}, {"reproduced": int(
+            ledger["verdict"].str.startswith("reproduced").sum())})
+
 
 EXPERIMENT = Toy()
 run = harness.entry(EXPERIMENT)
@@ -78,9 +82,12 @@ try:
 except params.ParameterError as exc:
     bad = str(exc)
 result = toy.run("smoke")
+view = (result.run_dir / "verdicts.csv").read_text()
+(result.run_dir / "verdicts.csv").write_text("claim,verdict\\nstale,differs\\n")  # a view left behind by old rules
 again = harness.rejudge(result.run_dir)
 print(json.dumps({"bad": bad, "ledger": result["ledger"].to_dict("records"), "again": again.to_dict("records"),
-                  "files": sorted(p.name for p in result.run_dir.iterdir())}))
+                  "files": sorted(p.name for p in result.run_dir.iterdir()), "summary": result.summary,
+                  "view": view, "view_again": (result.run_dir / "verdicts.csv").read_text()}))
 """
 
 
@@ -103,4 +110,8 @@ def test_a_new_experiment_is_one_folder(tmp_path):
         "a fair coin shows heads half of the time", "0.5", "toy-flips")
     assert (row["verdict"], row["basis"], row["runs"]) == ("reproduced", "measured", 2)
     assert got["again"] == got["ledger"]
-    assert {"flips.csv", "summary.json", "ledger.csv", "provenance.json"} <= set(got["files"])
+    assert {"flips.csv", "summary.json", "ledger.csv", "provenance.json", "verdicts.csv"} <= set(got["files"])
+    # the verdict views: written after the ledger, merged into the summary, rewritten by rejudge
+    assert got["view"] == "claim,verdict\na fair coin shows heads half of the time,reproduced\n"
+    assert got["summary"]["reproduced"] == 1 and "mean_heads" in got["summary"]
+    assert got["view_again"] == got["view"]

@@ -8,11 +8,13 @@ harness does the rest, the same way for every experiment:
 2. ``prepare``: load the inputs, so that a bad dataset never leaves an empty run directory;
 3. open the run (provenance), ``measure``, write every table as CSV and the summary as JSON;
 4. ``judge`` the written result against the claims of the folder's ``claims.yaml``
-   (:func:`repro.core.claims.ledger`) and write ``ledger.csv``;
+   (:func:`repro.core.claims.ledger`) and write ``ledger.csv``, then the experiment's
+   ``verdict_views`` (optional): the chapter's tables that show verdicts, derived from the ledger;
 5. finish the run (atomic rename).
 
 ``judge`` reads only what the run wrote, so :func:`rejudge` can re-derive the ledger of a stored
-run (a published one) without retraining when the verdict rules or claims change.
+run (a published one) without retraining when the verdict rules or claims change; it re-derives
+the verdict views with it, so a chapter never shows a verdict its ledger no longer gives.
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class Experiment(Protocol):
     def judge(self, result: Result) -> dict[str, _claims.Measured]:
         """One measurement per claim id of ``claims.yaml``, computed only from ``result``."""
 
+    # optional: ``verdict_views(result, measured, ledger) -> Output``, the tables (and summary keys)
+    # that show verdicts; written after the ledger, and again by :func:`rejudge` (see :func:`_views`)
+
+
+def _views(exp: Experiment, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
+    """The experiment's tables (and summary keys) derived from its verdicts; none where it has no
+    ``verdict_views``."""
+    views = getattr(exp, "verdict_views", None)
+    return views(result, measured, ledger) if views is not None else Output({})
+
 
 def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[dict, str]:
     """Validated parameters and the profile's name (the default profile when ``None``)."""
@@ -105,9 +117,17 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
         run_.write_csv(name, df)
     run_.write_json("summary", out.summary)
     result = Result(run_.dir, p, run_.record, dict(out.tables), out.summary)
-    ledger = _claims.ledger(exp.name, exp.judge(result))
+    measured = exp.judge(result)
+    ledger = _claims.ledger(exp.name, measured)
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
+    views = _views(exp, result, measured, ledger)
+    for name, df in views.tables.items():
+        run_.write_csv(name, df)
+        result.tables[name] = df
+    if views.summary:
+        result.summary = {**result.summary, **views.summary}
+        run_.write_json("summary", result.summary)
     result.run_dir = run_.finish()
     return result
 
@@ -137,14 +157,21 @@ def load_result(run_dir: Path) -> Result:
 
 
 def rejudge(run_dir: Path, git: dict | None = None) -> pd.DataFrame:
-    """Re-derive a stored run's ``ledger.csv`` from its tables with this checkout's claims and rules.
+    """Re-derive a stored run's ``ledger.csv`` (and its verdict views) from its tables with this
+    checkout's claims and rules.
 
     Nothing is retrained; ``provenance.json`` records when and at which commit (``ledger_rejudged``;
     ``git``: the checkout's state taken before a batch of rejudges began writing)."""
     result = load_result(run_dir)
-    ledger = _claims.ledger(result.provenance["experiment"],
-                            experiment(result.provenance["experiment"]).judge(result))
+    exp = experiment(result.provenance["experiment"])
+    measured = exp.judge(result)
+    ledger = _claims.ledger(exp.name, measured)
     results.atomic_write_csv(Path(run_dir) / "ledger.csv", ledger)
+    views = _views(exp, result, measured, ledger)
+    for name, df in views.tables.items():
+        results.atomic_write_csv(Path(run_dir) / f"{name}.csv", df)
+    if views.summary:
+        results.atomic_write_json(Path(run_dir) / "summary.json", {**result.summary, **views.summary})
     record = dict(result.provenance, ledger_rejudged={
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())})
     results.atomic_write_json(Path(run_dir) / "provenance.json", record)

@@ -181,7 +181,7 @@ def measure_claims(tables: dict[str, pd.DataFrame], p: dict, summary: dict) -> d
     }
 
 
-def paper_vs_ours(measured: dict[str, Measured]) -> pd.DataFrame:
+def paper_vs_ours(ledger: pd.DataFrame) -> pd.DataFrame:
     """The paper's findings next to ours: the ledger's rows (same verdicts) under the chapter's headers."""
-    led = claims.ledger(NAME, measured)
-    return led.rename(columns={"claim": "finding", "paper_value": "paper"})[["finding", "paper", "ours", "verdict"]]
+    return ledger.drop(columns="paper").rename(columns={"claim": "finding", "paper_value": "paper"})[
+        ["finding", "paper", "ours", "verdict"]]

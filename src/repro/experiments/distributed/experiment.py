@@ -129,14 +129,15 @@ class Distributed:
             tables.update(emulation.measure(run, p, tables["table1"]))
         summary = {"cores": cores, "max_workers": max(p["workers"]),
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
-        # the chapter's findings and Table 1 verdicts are the ledger's (the harness re-derives it from the CSVs)
-        led = claims.ledger(NAME, verdicts.measurements(tables, summary, p, run.record))
-        tables["table1"]["verdict"] = verdicts.table1_verdicts(tables["table1"], led)
-        tables["findings"] = verdicts.findings_table(led)
         return harness.Output(tables, summary)
 
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
         return verdicts.measurements(result.tables, result.summary, result.params, result.provenance)
+
+    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+        """The chapter's findings and Table 1's verdict column: the ledger's rows (rejudge rewrites them)."""
+        table1 = result.tables["table1"].assign(verdict=lambda t: verdicts.table1_verdicts(t, ledger))
+        return harness.Output({"table1": table1, "findings": verdicts.findings_table(ledger)})
 
 
 EXPERIMENT = Distributed()

@@ -215,9 +215,15 @@ FORCED_BY_EMULATION = {
 }
 
 
-def emulated(tables: dict, p: dict) -> dict[str, Measured]:
+def _inner(gate: str) -> str:
+    """The reason inside a gate's parentheses ("not measured yet (x)" -> "x")."""
+    _, _, rest = gate.partition(" (")
+    return rest[:-1] if rest.endswith(")") else gate
+
+
+def emulated(tables: dict, p: dict, undecided: dict | None = None) -> dict[str, Measured]:
     """The findings the emulated grid decides (basis ``emulated``, the hardware profile named);
-    a finding it cannot decide (gated) is left to the real runs."""
+    a finding it cannot decide (gated) is left to the real runs, and its reason goes to ``undecided``."""
     if p.get("emulate", "none") == "none" or "emulated_throughput" not in tables:
         return {}
     tp = tables["emulated_throughput"]
@@ -229,6 +235,8 @@ def emulated(tables: dict, p: dict) -> dict[str, Measured]:
     for f in EMULATED_FINDINGS:
         m, forced = f(g), FORCED_BY_EMULATION.get(f.__name__)
         if m.gate:  # not on the emulated grid: the real runs decide it
+            if undecided is not None:
+                undecided[f.__name__] = _inner(m.gate).replace("in this profile", "in emulate_methods")
             if forced:  # unless they cannot either: a forced finding is not the emulation's to decide, measured or not
                 out[f.__name__] = Measured(NO, gate=forced)
             continue
@@ -252,9 +260,13 @@ def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict
         out = {k: Measured(NO, gate=why) for k in FINDINGS if k != "fault_tolerance"}
     if provenance.get("horovod") == HOROVOD_NOT_INSTALLED:
         out["horovod"] = Measured(NO, gate=f"not measured ({HOROVOD_NOT_INSTALLED})")
-    for cid, m in emulated(tables, p).items():
+    undecided = {}
+    for cid, m in emulated(tables, p, undecided).items():
         if cid not in FORCED_BY_EMULATION or out[cid].gate:  # what real runs decided, the emulation cannot overturn
             out[cid] = m
+    for cid, why in undecided.items():  # neither grid measured it: the ledger says why for both
+        if out[cid].gate and out[cid].gate.startswith("not measured yet") and not models:
+            out[cid].gate = f"not measured yet (real runs: only the tiny smoke model; emulated grid: {why})"
     out["fault_tolerance"] = fault_tolerance(tables.get("faults"))
     audit = tables["table1"].set_index("model")
     for model, ref in TABLE1.items():

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import time
 
+import pandas as pd
+
 from repro.core import claims, harness
 from repro.experiments.staleness import study, verdicts
 from repro.experiments.staleness import summaries as sm
@@ -108,13 +110,14 @@ class Staleness:
         summary["compute_s"] = time.perf_counter() - t_start
         run.note("emulation", "asynchronous SGD is emulated in one process (delay queue of parameter snapshots); "
                               "thread_staleness* come from a real multi-threaded run on this machine")
-        # the chapter's claims table: the ledger's own rows, so the two cannot disagree
-        measured = verdicts.measurements(tables, summary, p, run.record)
-        tables["claims"] = verdicts.claims_table(claims.ledger(NAME, measured))
         return harness.Output(tables, summary)
 
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
         return verdicts.measurements(result.tables, result.summary, result.params, result.provenance)
+
+    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+        """The chapter's claims table: the ledger's own rows, so the two cannot disagree (rejudge rewrites it)."""
+        return harness.Output({"claims": verdicts.claims_table(ledger)})
 
 
 EXPERIMENT = Staleness()
