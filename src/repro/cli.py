@@ -106,9 +106,14 @@ def _cmd_rejudge(args) -> int:
     dirs = _run_dirs(args)
     git = provenance.git_commit()  # before the first ledger is rewritten (published/ is tracked)
     for run_dir in dirs:
-        ledger = harness.rejudge(run_dir, git)
+        ledger, changed = harness.rejudge_run(run_dir, git)
         counts = ledger["verdict"].map(_ledger.category).value_counts().to_dict()
-        print(f"[repro] {results.relative_to_project(run_dir)}: {len(ledger)} claims {counts}")
+        where = results.relative_to_project(run_dir)
+        print(f"[repro] {where}: {len(ledger)} claims {counts}; "
+              + (f"rewrote {', '.join(changed)}" if changed else "unchanged"))
+        if changed and (Path(run_dir) / "notebook.ipynb").is_file():  # its chapter showed the old verdicts
+            runner.render(run_dir, log_output=False)
+            print(f"[repro] {where}: notebook.ipynb rendered again")
     return 0
 
 
@@ -166,8 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True)
     p.set_defaults(func=_cmd_publish)
 
-    p = sub.add_parser("rejudge", help="re-derive stored runs' ledger.csv from their tables (claims.yaml, "
-                                      "verdict rules of this checkout); never trains")
+    p = sub.add_parser("rejudge", help="re-derive stored runs' ledger.csv and the tables that show its verdicts "
+                                      "from their tables (claims.yaml, verdict rules of this checkout); a run whose "
+                                      "files changed gets its notebook rendered again; never trains")
     p.add_argument("run_dir", nargs="*", help="finished run directories")
     p.add_argument("--published", metavar="PROFILE", help="every experiment's newest run in published/PROFILE")
     p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/")

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from pathlib import Path
@@ -40,15 +41,29 @@ def _other_published() -> list[tuple[str, str]]:
             for name in params.experiments() if results.latest_run(name, d.name, root) is not None]
 
 
+VERDICT_VIEWS = ("findings", "claims", "paper_vs_ours", "table1")  # the chapters' tables with a verdict column
+
+
 def _rejudged_equals_stored(run: Path) -> None:
     """The ledger, and every table or summary key derived from it (the chapter's verdict views), are
-    what rejudging gives: byte for byte, so no chapter shows a verdict its ledger no longer gives."""
+    what rejudging gives, byte for byte, and the rendered chapter shows the views' verdicts: no chapter
+    shows a verdict its ledger no longer gives."""
     stored = pd.read_csv(run / "ledger.csv", keep_default_na=False, dtype=str)
     files = {p.name: p.read_text() for p in [*run.glob("*.csv"), run / "summary.json"] if p.is_file()}
     derived = harness.rejudge(run).astype(str)
     pd.testing.assert_frame_equal(derived.reset_index(drop=True), stored.reset_index(drop=True))
     changed = [name for name, text in files.items() if (run / name).read_text() != text]
     assert not changed, f"repro rejudge rewrites {changed}: run it on the published runs and commit them"
+    # and the chapter the book shows (the rendered notebook) shows every verdict of those tables
+    nb = json.loads((run / "notebook.ipynb").read_text())
+    shown = html.unescape("\n".join("".join(v) if isinstance(v, list) else str(v) for cell in nb["cells"]
+                                    for out in cell.get("outputs", []) for kind, v in out.get("data", {}).items()
+                                    if kind.startswith("text/")))
+    for name in VERDICT_VIEWS:
+        view = pd.read_csv(run / f"{name}.csv", keep_default_na=False) if (run / f"{name}.csv").is_file() else None
+        if view is not None and "verdict" in view:
+            stale = [v for v in view["verdict"] if v not in shown]
+            assert not stale, f"{run.name}/notebook.ipynb does not show {stale[:2]} ({name}): repro render --force it"
 
 
 @pytest.mark.parametrize("name", list(params.experiments()))

@@ -84,10 +84,13 @@ except params.ParameterError as exc:
 result = toy.run("smoke")
 view = (result.run_dir / "verdicts.csv").read_text()
 (result.run_dir / "verdicts.csv").write_text("claim,verdict\\nstale,differs\\n")  # a view left behind by old rules
-again = harness.rejudge(result.run_dir)
+again, changed = harness.rejudge_run(result.run_dir)
+_, unchanged = harness.rejudge_run(result.run_dir)
 print(json.dumps({"bad": bad, "ledger": result["ledger"].to_dict("records"), "again": again.to_dict("records"),
                   "files": sorted(p.name for p in result.run_dir.iterdir()), "summary": result.summary,
-                  "view": view, "view_again": (result.run_dir / "verdicts.csv").read_text()}))
+                  "view": view, "view_again": (result.run_dir / "verdicts.csv").read_text(), "changed": changed,
+                  "unchanged": unchanged,
+                  "rejudged": "ledger_rejudged" in json.load(open(result.run_dir / "provenance.json"))}))
 """
 
 
@@ -115,3 +118,5 @@ def test_a_new_experiment_is_one_folder(tmp_path):
     assert got["view"] == "claim,verdict\na fair coin shows heads half of the time,reproduced\n"
     assert got["summary"]["reproduced"] == 1 and "mean_heads" in got["summary"]
     assert got["view_again"] == got["view"]
+    # rejudge rewrites only what changed (and records it); a second rejudge touches nothing
+    assert got["changed"] == ["verdicts.csv"] and got["unchanged"] == [] and got["rejudged"]

@@ -157,23 +157,34 @@ def load_result(run_dir: Path) -> Result:
 
 
 def rejudge(run_dir: Path, git: dict | None = None) -> pd.DataFrame:
-    """Re-derive a stored run's ``ledger.csv`` (and its verdict views) from its tables with this
-    checkout's claims and rules.
+    """The ledger :func:`rejudge_run` derives (and writes where it changed)."""
+    return rejudge_run(run_dir, git)[0]
 
-    Nothing is retrained; ``provenance.json`` records when and at which commit (``ledger_rejudged``;
-    ``git``: the checkout's state taken before a batch of rejudges began writing)."""
+
+def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Re-derive a stored run's ``ledger.csv`` (and its verdict views) from its tables with this
+    checkout's claims and rules; returns the ledger and the files it rewrote.
+
+    Nothing is retrained, and a file whose content stays the same is not touched. Where one changed,
+    ``provenance.json`` records when and at which commit (``ledger_rejudged``; ``git``: the
+    checkout's state taken before a batch of rejudges began writing), and the run's rendered
+    notebook is stale until ``repro render --force`` (``repro rejudge`` does that)."""
+    run_dir = Path(run_dir)
     result = load_result(run_dir)
     exp = experiment(result.provenance["experiment"])
     measured = exp.judge(result)
     ledger = _claims.ledger(exp.name, measured)
-    results.atomic_write_csv(Path(run_dir) / "ledger.csv", ledger)
     views = _views(exp, result, measured, ledger)
-    for name, df in views.tables.items():
-        results.atomic_write_csv(Path(run_dir) / f"{name}.csv", df)
+    texts = {"ledger.csv": results.csv_text(ledger),
+             **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}
     if views.summary:
-        results.atomic_write_json(Path(run_dir) / "summary.json", {**result.summary, **views.summary})
-    record = dict(result.provenance, ledger_rejudged={
-        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())})
-    results.atomic_write_json(Path(run_dir) / "provenance.json", record)
-    return ledger
-
+        texts["summary.json"] = results.json_text({**result.summary, **views.summary})
+    changed = [name for name, text in texts.items()
+               if not (run_dir / name).is_file() or (run_dir / name).read_text() != text]
+    for name in changed:
+        results.atomic_write_text(run_dir / name, texts[name])
+    if changed:
+        record = dict(result.provenance, ledger_rejudged={
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())})
+        results.atomic_write_json(run_dir / "provenance.json", record)
+    return ledger, changed

@@ -53,14 +53,24 @@ def _json_default(obj: Any):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def json_text(obj: Any) -> str:
+    """``obj`` as a run writes JSON (sorted keys, numpy scalars as numbers)."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as a run writes a table (no index)."""
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    return buf.getvalue()
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    atomic_write_text(path, json_text(obj))
 
 
 def atomic_write_csv(path: Path, df: pd.DataFrame) -> None:
-    buf = io.StringIO()
-    df.to_csv(buf, index=False)
-    atomic_write_text(path, buf.getvalue())
+    atomic_write_text(path, csv_text(df))
 
 
 def new_run_id() -> str:
