@@ -56,3 +56,23 @@ def test_left_out_chapters_leave_the_table_of_contents(tmp_path):
     build.drop_chapters(path, {"notebooks/01_mnist_cnn"})
     parts = yaml.safe_load(path.read_text())["parts"]
     assert [p["caption"] for p in parts] == ["Reference"]  # an emptied part goes too
+
+
+def test_repro_rejudge_renders_again_only_a_run_whose_files_changed(results_root, monkeypatch, capsys):
+    from repro import cli
+    from repro.core import runner
+
+    first, second = harness.run(Counting(), "smoke"), harness.run(Counting(), "smoke")
+    for r in (first, second):
+        (r.run_dir / "notebook.ipynb").write_text("{}")
+    (first.run_dir / "ledger.csv").write_text("stale\n")  # a ledger the rules no longer give
+    rejudged, rendered = [], []
+    monkeypatch.setattr(harness, "experiment", lambda name: Counting())
+    monkeypatch.setattr(runner, "render", lambda run_dir, log_output=True: rendered.append(run_dir))
+    real = harness.rejudge_run
+    monkeypatch.setattr(harness, "rejudge_run", lambda d, git=None: rejudged.append(d) or real(d, git))
+    assert cli.main(["rejudge", str(first.run_dir), str(second.run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert len(rejudged) == 2 and rendered == [first.run_dir]
+    assert "rewrote ledger.csv" in out and "notebook.ipynb rendered again" in out and out.count("unchanged") == 1
+    assert (first.run_dir / "ledger.csv").read_text() == (second.run_dir / "ledger.csv").read_text()
