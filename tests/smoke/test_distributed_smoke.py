@@ -183,10 +183,17 @@ def _check_emulation(run_dir):
     dil = tp.set_index("workers")["dilation"]
     assert dil[1] == dil[2] > 10  # two need a large dilation at 25 Gb/s; one (no link) runs at theirs
     checks = pd.read_csv(run_dir / "emulation_checks.csv")
-    assert len(checks) == 1 and checks["expected"].iloc[0] == pytest.approx(49.0)  # 16 / (16 / 49 s)
+    one = checks[checks["check"].str.startswith("one ring worker")]
+    assert len(one) == 1 and one["expected"].iloc[0] == pytest.approx(49.0)  # 16 / (16 / 49 s)
     # one ring worker waits t_grad and then really applies its 25.6 M zero gradients (~18 ms here), which
     # the dilation of its baseline divides, as in the clusters it is compared with
-    assert abs(checks["error"].iloc[0]) < 0.05, checks.to_string()
+    assert abs(one["error"].iloc[0]) < 0.05, checks.to_string()
+    # the two-worker ring again at twice its dilation: the same images/sec in emulated time. The check's own
+    # bound is 5 % (its `within`); a smoke step of 16 images is mostly transfer, so on this busy 2-core VM
+    # the first dilation runs a little CPU-bound (+3.8 % at twice it, measured 2026-11-25): 10 % here
+    again = checks[checks["check"].str.startswith("two dilations: ring with 2 workers")]
+    assert len(again) == 1 and len(checks) == 2 and abs(again["error"].iloc[0]) < 0.10, checks.to_string()
+    assert again["dilation"].iloc[0] == pytest.approx(2 * dil[2], abs=0.01)
     # two workers: each waits the K80's t_grad, then all-reduces 100 MB at 25 Gb/s: at most 2 x 49 images/s
     two = tp.set_index("workers").loc[2, "total_images_per_sec"]
     assert 0.8 * 2 * 49 <= two <= 2 * 49 * 1.02

@@ -443,3 +443,43 @@ def test_a_finding_neither_grid_measured_says_why_for_both():
     assert m["ring_vs_ps"].gate == ("not measured yet (real runs: only the tiny smoke model; "
                                     "emulated grid: ring and ps_sync not both in emulate_methods)")
     assert m["horovod"].basis == "emulated" and m["horovod"].gate is None  # what the emulated grid measured stays
+
+
+def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_a_second_dilation():
+    from repro.experiments.distributed import emulation as de
+    from repro.experiments.distributed.chapter import dilation_check_text
+
+    p = _dist_params()
+    todo = de.plan(p, AUDIT, cores=2, available=20e9)
+    second = de.check_plan(p, todo, cores=2)
+    assert [(c["method"], c["workers"]) for c in second] == [("horovod", 2), ("ps_sync", 2)]
+    for c in second:
+        first = next(d for d in todo if (d["method"], d["workers"]) == (c["method"], 2))
+        assert c["against"] == first["dilation"] and c["dilation"] == pytest.approx(2 * first["dilation"], abs=0.01)
+    assert de.check_plan(dict(p, dilation_check=0.0), todo) == []
+    # a factor below 1 needs more CPU than the cores have: refused with the number, as any dilation
+    with pytest.raises(hardware.ClusterError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
+        de.check_plan(dict(p, dilation_check=0.1), todo, cores=2)
+    # the images/sec of the second dilation against the grid's mean at the first, within 5 %
+    tp = pd.DataFrame([{"model": "vgg16", "method": m, "workers": 2, "total_images_per_sec": 60.0}
+                       for m in ("horovod", "ps_sync")])
+    again = pd.DataFrame([{"model": "vgg16", "method": c["method"], "workers": 2, "dilation": c["dilation"],
+                           "against": c["against"], "total_images_per_sec": v} for c, v in zip(second, (61.8, 56.4))])
+    ck = de.dilation_checks(tp, again)
+    assert ck["error"].tolist() == pytest.approx([0.03, -0.06]) and ck["within"].tolist() == [True, False]
+    assert ck["check"].iloc[0].startswith(f"two dilations: horovod with 2 workers, images/sec at dilation "
+                                          f"{second[0]['dilation']:g} = at {second[0]['against']:g}")
+    text = dilation_check_text(ck)
+    assert text.startswith("1 of 2 within 5 % (horovod with 2 workers") and text.endswith("for vgg16: -6.0 %)")
+    assert dilation_check_text(ck.iloc[:0]) == "not run in this run (dilation_check)"
+
+
+def test_the_dilation_check_names_a_model_outside_the_grid_in_one_line():
+    from repro.experiments.distributed import emulation as de
+
+    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check_models': vgg19 is not in emulate_models "
+                                             r"\(resnet50, vgg16\)$"):
+        de.check(_dist_params(dilation_check_models=["vgg19"]))
+    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check': needs a cluster of two or more workers"):
+        de.check(_dist_params(emulate_workers=[1]))
+    de.check(_dist_params(emulate_workers=[1], dilation_check=0.0))  # no check: nothing to refuse

@@ -112,7 +112,7 @@ def _glue_emulated(result: Result) -> None:
 
     glue, p = report.glue, result.params
     keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology",
-            "dist_emu_limits")
+            "dist_emu_limits", "dist_emu_dilation_check")
     if p.get("emulate", "none") == "none" or "emulated_throughput" not in result.tables:
         for key in keys:
             glue(key, NOT_EMULATED)
@@ -128,8 +128,19 @@ def _glue_emulated(result: Result) -> None:
     glue("dist_emu_dilations", ", ".join(f"{k:g}" for k in sorted(tp["dilation"].unique())))
     glue("dist_emu_checks", f"{int(checks['within'].sum())} of {len(checks)} (largest error "
          f"{100 * checks['error'].abs().max():.1f} %)" if len(checks) else "none run")
+    glue("dist_emu_dilation_check", dilation_check_text(checks))
     lim = result.tables.get("emulated_limits")
     glue("dist_emu_limits", limits_text(lim) if lim is not None and len(lim) else "not computed in this run")
+
+
+def dilation_check_text(checks) -> str:
+    """The two-dilation checks in words (the rows of ``emulation_checks`` that compare two dilations)."""
+    two = checks[checks["check"].str.startswith("two dilations")]
+    if not len(two):
+        return "not run in this run (dilation_check)"
+    each = "; ".join(f"{r.check.removeprefix('two dilations: ')} for {r.model}: {100 * r.error:+.1f} %"
+                     for r in two.itertuples())
+    return f"{int(two['within'].sum())} of {len(two)} within 5 % ({each})"
 
 
 def limits_text(lim) -> str:

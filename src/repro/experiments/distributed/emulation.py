@@ -14,8 +14,10 @@ measured and the run says so.
 
 Tables: ``emulated_runs`` (every cluster run; ``emulate_repeats`` independent runs of the grid),
 ``emulated_throughput`` (their mean, with ``runs`` and the spread), ``emulated_scaling``,
-``emulated_ratios`` (as the real ones, from the means) and ``emulation_checks`` (one all-reduce
-worker, no communication: images/sec = batch / t_grad, every run).
+``emulated_ratios`` (as the real ones, from the means), ``emulated_dilation_check`` (with
+``dilation_check``: each method's smallest multi-worker cluster again at a second dilation) and
+``emulation_checks`` (one all-reduce worker, no communication: images/sec = batch / t_grad, every
+run; the two dilations agree).
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a messag
 def check(p: dict) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p["emulate"], p["emulate_models"])
+    if p["emulate"] == "none" or not p.get("dilation_check"):
+        return
+    extra = [m for m in p["dilation_check_models"] if m not in p["emulate_models"]]
+    if extra:
+        raise ParameterError(f"parameter 'dilation_check_models': {extra[0]} is not in emulate_models "
+                             f"({', '.join(p['emulate_models'])})")
+    if max(p["emulate_workers"]) < 2:
+        raise ParameterError("parameter 'dilation_check': needs a cluster of two or more workers in emulate_workers")
 
 
 def flows(method: str, n: int, ps: int) -> int:
@@ -92,6 +102,23 @@ def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: floa
     return _same_baseline(out)
 
 
+def check_plan(p: dict, todo: list[dict], cores: int | None = None) -> list[dict]:
+    """The dilation check's clusters: each method's smallest multi-worker cluster of ``todo`` again, at its
+    dilation x ``dilation_check`` (refused, like any dilation, where the cores could not carry it)."""
+    if not p.get("dilation_check"):
+        return []
+    link, out = hardware.load(p["emulate"]).link, []
+    for method in p["emulate_methods"]:
+        multi = [c for c in todo if c["method"] == method and c["workers"] > 1]
+        if multi:
+            c = min(multi, key=lambda c: c["workers"])
+            k = round(c["dilation"] * p["dilation_check"], 2)
+            hardware.check_dilation(flows(method, c["workers"], p["ps"]), link, k, cores or os.cpu_count() or 1,
+                                    f"the dilation check of {method} with {c['workers']} workers")
+            out.append({"method": method, "workers": c["workers"], "dilation": k, "against": c["dilation"]})
+    return out
+
+
 def _same_baseline(todo: list[dict]) -> list[dict]:
     """One all-reduce worker has no link, so it would run undilated, and this machine's own CPU work (the
     update applied, Horovod's buffer copies) would weigh k times more in its time than in the clusters it
@@ -113,6 +140,7 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The emulated grid (see the module docstring); ``audit`` gives the models' sizes for the memory check."""
     prof = hardware.load(p["emulate"])
     todo = plan(p, audit)
+    second = check_plan(p, todo)  # refuses, like plan, before any process starts
     q = dict(p, steps=p["emulate_steps"], warmup_steps=p["emulate_warmup_steps"])
     models = _models(p)
     # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
@@ -133,9 +161,26 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
             summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
-    return {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
-            "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"]),
-            "emulated_limits": limits(p, audit)}
+    out = {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
+           "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"]),
+           "emulated_limits": limits(p, audit)}
+    again = _dilation_check(run, p, q, [c for c in second if c["method"] not in skip], models, t_grad)
+    if len(again):
+        out["emulated_dilation_check"] = again
+        out["emulation_checks"] = pd.concat([out["emulation_checks"], dilation_checks(tp, again)], ignore_index=True)
+    return out
+
+
+def _dilation_check(run, p: dict, q: dict, todo: list[dict], models: list[dict], t_grad: dict) -> pd.DataFrame:
+    """The clusters of :func:`check_plan`, run with ``dilation_check_models`` (their summary rows)."""
+    prof, rows = hardware.load(p["emulate"]), []
+    chosen = [m for m in models if m["name"] in p.get("dilation_check_models", [])]
+    for c in todo:
+        net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
+        s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / f"dilation-check-{c['method']}",
+                                network=net, models=chosen, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+        rows += [dict(r, dilation=c["dilation"], against=c["against"], hardware=prof.name) for r in s]
+    return pd.DataFrame(rows).drop(columns=["window_bytes"], errors="ignore")
 
 
 KEYS = ["model", "method", "workers"]
@@ -193,6 +238,22 @@ def checks(tp: pd.DataFrame, t_grad: dict, batch: int) -> pd.DataFrame:
         rows.append({"check": f"one {r.method} worker, no communication: images/sec = batch / t_grad", "model": r.model,
                      "run": getattr(r, "run", 1), "expected": want, "measured": r.total_images_per_sec,
                      "error": r.total_images_per_sec / want - 1, "dilation": r.dilation})
+    out = pd.DataFrame(rows, columns=["check", "model", "run", "expected", "measured", "error", "dilation"])
+    out["within"] = out["error"].abs() <= CHECK_TOLERANCE
+    return out
+
+
+def dilation_checks(tp: pd.DataFrame, again: pd.DataFrame) -> pd.DataFrame:
+    """Time dilation changes no result: a cluster run again at a second dilation gives the images/sec (in
+    emulated time) of the grid's mean at the first, within 5 %."""
+    rows = []
+    ref = tp.set_index(KEYS)
+    for r in again.itertuples():
+        want = float(ref.loc[(r.model, r.method, r.workers), "total_images_per_sec"])
+        rows.append({"check": f"two dilations: {r.method} with {r.workers} workers, images/sec at dilation "
+                              f"{r.dilation:g} = at {r.against:g}", "model": r.model, "run": 1, "expected": want,
+                     "measured": r.total_images_per_sec, "error": r.total_images_per_sec / want - 1,
+                     "dilation": r.dilation})
     out = pd.DataFrame(rows, columns=["check", "model", "run", "expected", "measured", "error", "dilation"])
     out["within"] = out["error"].abs() <= CHECK_TOLERANCE
     return out
