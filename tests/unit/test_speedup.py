@@ -318,12 +318,12 @@ def test_thesis_claims_on_the_thesis_predictions():
     # N = 2: 2 * 0.821 / ((3 + 4)/2 * 0.811 + 0.821) = 1.642 / 3.6595 = 0.449
     assert m["resnet34_join_central_above_one"].holds is False
     assert m["resnet34_join_central_above_one"].ours == "min 0.449 (sync-join, central, N=2)"
-    verdict = statements.verdicts(m)
+    verdict = statements.verdicts(claims_mod.ledger("speedup", m))
     assert verdict["vgg16e_below_one"].startswith("consistent")
     assert verdict["resnet34_join_central_above_one"].startswith("differs")
     assert verdict["squeezenet_best_measured"].startswith("not measured")
     # the claims table and reported_vs_predicted show the ledger's verdicts, not their own
-    table = statements.claims_table(m).set_index("id")
+    table = statements.claims_table(m, verdict).set_index("id")
     assert table["verdict"].to_dict() == verdict
     rep = statements.reported_vs_predicted(grid, verdict)
     assert rep["thesis_measured"].tolist() == [6.5, 3.9, 4.0, 2.1]

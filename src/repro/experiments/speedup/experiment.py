@@ -155,9 +155,9 @@ class Speedup:
     def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """The claims table, the thesis' measurements next to its predictions, and the claim counts:
         the ledger's verdicts (rejudge rewrites them)."""
-        verdict = dict(zip(claims.load(NAME), ledger["verdict"]))
+        verdict = statements.verdicts(ledger)
         rep = statements.reported_vs_predicted(result.tables["predictions"], verdict)
-        return harness.Output({"claims": statements.claims_table(measured), "reported_vs_predicted": rep},
+        return harness.Output({"claims": statements.claims_table(measured, verdict), "reported_vs_predicted": rep},
                               statements.counts(measured))
 
 

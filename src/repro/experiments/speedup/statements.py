@@ -159,15 +159,14 @@ def measurements(tables: dict[str, pd.DataFrame], params: dict) -> dict[str, _cl
     return {s["id"]: _one(tables["predictions"], s, params, ours_measured, ours_emulated) for s in thesis_claims()}
 
 
-def verdicts(measured: dict[str, _claims.Measured]) -> dict[str, str]:
-    """The ledger's verdict per claim id (:func:`repro.core.claims.ledger`), for the chapter's other tables."""
-    ledger = _claims.ledger(NAME, measured)
+def verdicts(ledger: pd.DataFrame) -> dict[str, str]:
+    """The ledger's verdict per claim id (its rows follow claims.yaml), for the chapter's other tables."""
     return dict(zip(_claims.load(NAME), ledger["verdict"]))
 
 
-def claims_table(measured: dict[str, _claims.Measured]) -> pd.DataFrame:
+def claims_table(measured: dict[str, _claims.Measured], verdict: dict[str, str]) -> pd.DataFrame:
     """The chapter's claims table: every statement, what we computed, whether it holds, the ledger's verdict."""
-    said, verdict = _claims.load(NAME), verdicts(measured)
+    said = _claims.load(NAME)
     rows = []
     for spec in thesis_claims():
         cid, m = spec["id"], measured[spec["id"]]
