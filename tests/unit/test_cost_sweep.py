@@ -59,7 +59,9 @@ def test_sampler_writes_plausible_rows(tmp_path):
     # >= 1 s of spinning (longer on a loaded machine) sampled every 0.1 s: one row per interval, give or take
     assert 5 <= len(df) <= df["t_s"].max() / 0.1 + 3 and res["n_samples"] == len(df)
     assert df["t_s"].is_monotonic_increasing
-    assert df["child_cpu_percent"].between(0, 110).all()  # pinned to one core: at most ~100 %
+    # pinned to one core: at most 100 % on average; one 0.1 s sample counts CPU time in 10 ms clock ticks,
+    # so it may read a tick or two over (114.9 % seen on a busy VM, 2026-11-25)
+    assert df["child_cpu_percent"].between(0, 125).all() and df["child_cpu_percent"].mean() <= 105
     assert df["child_cpu_percent"].max() > 30  # it was spinning
     assert df["child_rss_mb"].between(1, 500).all()  # a bare Python interpreter
     assert (df["child_threads"] >= 1).all()
