@@ -153,7 +153,8 @@ def test_smoke_notebook_results(smoke_runs):
     assert (faults["orphans"] == 0).all()
     # one trial decides the finding as such; the ledger's rule (stochastic: two runs) makes it not comparable above
     finding = verdicts.fault_tolerance(faults.reset_index())
-    assert claims.verdict(claims.load(distributed.NAME)["fault_tolerance"], finding) == "reproduced"
+    assert claims.verdict(claims.load(distributed.NAME)["fault_tolerance"], finding).startswith(
+        "partly (async PS finished and the all-reduce stopped, as claimed; but sync PS, the control, finished too")
     # Table 1 audit at the paper's input sizes: Keras parameter counts, FLOPs by layer arithmetic
     t1 = pd.read_csv(run_dir / "table1.csv").set_index("model")
     assert t1.loc["vgg16", "ours_params_m"] == pytest.approx(138.357544)

@@ -65,3 +65,13 @@ def test_ledger_needs_one_measurement_per_claim_and_applies_the_run_rule():
     assert (two.loc[0, "verdict"], two.loc[0, "basis"], two.loc[0, "runs"]) == ("reproduced", "measured", 2)
     none = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("–", gate="not measured (x)")})
     assert (none.loc[0, "basis"], none.loc[0, "runs"]) == ("none", 0)
+    # the tolerance and its source travel with every row, whatever the verdict
+    said = claims.load("mnist_cnn")["accuracy_12ep"]
+    assert none.loc[0, "tolerance"] == two.loc[0, "tolerance"] == f"±{said.tolerance:.4g}: {said.tolerance_source}"
+
+
+def test_tolerance_text_names_the_threshold_and_its_source():
+    band = _claim(check="band", band=(0.95, 1.05), tolerance_source="rounding")
+    assert claims.tolerance_text(band) == "[0.95, 1.05]: rounding"
+    assert claims.tolerance_text(_claim(tolerance_source="our reading")) == "our reading"
+    assert claims.tolerance_text(_claim()) == "–"  # a plain yes/no

@@ -21,7 +21,7 @@ def test_verdict_categories():
 def test_frame_rejects_incomplete_rows_and_unknown_verdicts():
     row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t",
            "basis": "measured", "runs": 3}
-    assert list(ledger.frame([row]).columns) == ledger.COLUMNS
+    assert list(ledger.frame([row]).columns) == ledger.COLUMNS + [ledger.TOLERANCE]
     with pytest.raises(ValueError, match="every column"):
         ledger.frame([{k: v for k, v in row.items() if k != "evidence"}])
     with pytest.raises(ValueError, match="every column"):
@@ -44,13 +44,22 @@ def test_reproduced_needs_a_measurement_and_two_runs_of_a_random_quantity():
     assert ledger.category(eq.loc[0, "verdict"]) == "consistent"
     # one run of a stochastic quantity is not enough; of an exact one it is; two runs are
     one = ledger.frame([dict(row, stochastic=True)]).loc[0]
-    assert one["verdict"] == ("not comparable (1 run of a stochastic quantity; reproduced needs >= 2 "
-                              "independent runs)")
+    assert one["verdict"] == ("not comparable (1 run of a stochastic quantity; a verdict needs >= 2 "
+                              "independent runs; the one run: reproduced)")
     assert ledger.frame([dict(row)]).loc[0, "verdict"] == "reproduced"
     assert ledger.frame([dict(row, runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
     assert ledger.frame([dict(row, basis="emulated", runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
+    # nor can it decide 'differs' or 'partly': the row says what the one run gave
+    for said in ("differs (x)", "partly (y)"):
+        assert ledger.frame([dict(row, verdict=said, stochastic=True)]).loc[0, "verdict"] == (
+            f"not comparable (1 run of a stochastic quantity; a verdict needs >= 2 independent runs; the one run: {said})")
+        assert ledger.frame([dict(row, verdict=said, runs=2, stochastic=True)]).loc[0, "verdict"] == said
     # other verdicts pass through unchanged
-    assert ledger.frame([dict(row, verdict="differs (x)", stochastic=True)]).loc[0, "verdict"] == "differs (x)"
+    assert ledger.frame([dict(row, verdict="not testable here (z)", stochastic=True)]).loc[0, "verdict"] == \
+        "not testable here (z)"
+    # the tolerance column: given, or "–"
+    assert ledger.frame([dict(row)]).loc[0, ledger.TOLERANCE] == "–"
+    assert ledger.frame([dict(row, tolerance="±1: rounding")]).loc[0, ledger.TOLERANCE] == "±1: rounding"
 
 
 def test_collect_and_markdown_link_to_the_evidence(tmp_path):
@@ -58,7 +67,7 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
     a.mkdir(), b.mkdir()
     ledger.frame([{"paper": "polishchuk2019", "claim": "Adam | best", "paper_value": "best", "ours": "rank 3",
                    "verdict": "differs (rank 3)", "evidence": "optimizers-claims", "basis": "measured",
-                   "runs": 2}]).to_csv(a / "ledger.csv", index=False)
+                   "runs": 2, "tolerance": "rank 1 or 2: the paper's wording"}]).to_csv(a / "ledger.csv", index=False)
     ledger.frame([{"paper": "slampa2017", "claim": "VGG16E < 1", "paper_value": "prediction", "ours": "0.34",
                    "verdict": "consistent (own equations)", "evidence": "speedup-claims", "basis": "equations", "runs": 0},
                   {"paper": "slampa2017", "claim": "measured", "paper_value": "m", "ours": "–",
@@ -78,7 +87,9 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
     assert md.count("| **all** | **1** | **1** | **1** | **3** |") == 2
     assert md.index("| **all** |") < md.index("Adam / best")
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">optimizers</a>' in md
-    assert "| rank 3 | **differs** (rank 3) | measured (2) |" in md  # a pipe inside a cell cannot break the table
+    # a pipe inside a cell cannot break the table; every row says its tolerance and where it comes from
+    assert "| rank 3 | **differs** (rank 3) | measured (2) | rank 1 or 2: the paper's wording |" in md
+    assert "| 0.34 | **consistent** (own equations) | equations | – |" in md
     assert "Adam / best" in md
     assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md
 

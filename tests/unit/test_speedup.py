@@ -353,11 +353,13 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 28
     by_claim = ledger.set_index("claim")
     said = claims_mod.load(speedup.NAME)
+    # the CPU runs stand in for the thesis' cluster: what they show is said, but decides nothing either way
     row = by_claim.loc[said["one_worker_distributed_measured"].text]
-    assert row["verdict"].startswith("differs") and row["basis"] == "measured" and row["runs"] == 1
-    # holds on one timed run of a stochastic quantity: not comparable, never reproduced
+    assert row["verdict"] == ("not comparable (the thesis' GPUs at 224 px; our runs: CPU, small inputs; on them "
+                              "the statement does not hold)") and row["basis"] == "measured" and row["runs"] == 1
     row = by_claim.loc[said["central_predictions_accurate"].text]
-    assert row["verdict"].startswith("not comparable (1 run") and row["basis"] == "measured"
+    assert row["verdict"].endswith("on them the statement holds)") and row["basis"] == "measured"
+    assert not ledger["verdict"].str.startswith("differs (our").any()
     row = by_claim.loc[said["squeezenet_best_measured"].text]
     assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
     assert not ledger["verdict"].str.startswith("reproduced").any()

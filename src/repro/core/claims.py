@@ -19,7 +19,7 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     tolerance:   absolute, in the quantity's unit (check within)
     band:        [low, high] (check band)
     tolerance_source: where the tolerance or band comes from (required with within and band)
-    stochastic:  true when the quantity varies from run to run (then reproduced needs >= 2 runs)
+    stochastic:  true when the quantity varies from run to run (then a decisive verdict needs >= 2 runs)
 """
 
 from __future__ import annotations
@@ -152,6 +152,15 @@ def verdict(claim: Claim, m: Measured) -> str:
     return f"differs ({detail})" + note
 
 
+def tolerance_text(claim: Claim) -> str:
+    """The ledger's tolerance cell: the threshold that decides the claim and where it comes from."""
+    if claim.check == "within":
+        return f"±{_fmt(claim.tolerance)}: {claim.tolerance_source}"
+    if claim.check == "band":
+        return f"[{_fmt(claim.band[0])}, {_fmt(claim.band[1])}]: {claim.tolerance_source}"
+    return claim.tolerance_source or _ledger.NO_VALUE[0]
+
+
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments"):
     """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it."""
     claims = load(experiment, package)
@@ -166,5 +175,5 @@ def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro
         basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
         rows.append({"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
                      "verdict": verdict(claim, m), "evidence": m.evidence or claim.evidence, "basis": basis, "runs": runs,
-                     "stochastic": claim.stochastic})
+                     "stochastic": claim.stochastic, _ledger.TOLERANCE: tolerance_text(claim)})
     return _ledger.frame(rows)

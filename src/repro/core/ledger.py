@@ -9,8 +9,14 @@ its own inputs) or ``none`` (nothing of ours behind the number), and ``runs``, t
 seeds or repetitions behind it. :func:`frame` is the one place where the verdict rules are applied:
 
 * *reproduced* needs basis ``measured`` or ``emulated``, and at least two runs where the quantity is
-  stochastic (a row passes ``stochastic=True``); with one run it becomes *not comparable*;
-* a statement checked only by re-computing the paper's equations is *consistent*, never *reproduced*.
+  stochastic (a row passes ``stochastic=True``); so do *partly* and *differs*: one run of a stochastic
+  quantity decides nothing either way, and the row becomes *not comparable*, saying what that run gave;
+* a statement checked only by re-computing the paper's equations (or its arithmetic, e.g. a model's
+  parameter count) is *consistent*, never *reproduced*.
+
+Every row also states its **tolerance** (:data:`TOLERANCE`): the threshold that decided it and where
+that threshold comes from (``claims.yaml``'s ``tolerance_source``), or "–" where the claim is a plain
+yes/no with none.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from pathlib import Path
 import pandas as pd
 
 COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "evidence", "basis", "runs"]
+TOLERANCE = "tolerance"  # written after COLUMNS; a row may leave it out (then "–")
 # A verdict starts with one of these (details may follow in parentheses).
 CATEGORIES = ("reproduced", "consistent", "partly", "differs", "not comparable", "not testable here", "not measured")
 BASES = ("measured", "emulated", "equations", "none")
 UNRECORDED = "not recorded"  # ledgers written before the basis column existed (older published runs)
-MIN_RUNS = 2  # independent runs behind a 'reproduced' stochastic quantity
+MIN_RUNS = 2  # independent runs behind a decisive verdict on a stochastic quantity
+DECISIVE = ("reproduced", "partly", "differs")  # what one run of a stochastic quantity cannot decide
 
 
 def category(verdict: str) -> str:
@@ -47,9 +55,9 @@ def settle(verdict: str, basis: str, runs: int, stochastic: bool) -> str:
         raise ValueError(f"'reproduced' needs basis measured or emulated, not {basis!r}: {verdict!r}")
     if cat == "consistent" and basis != "equations":
         raise ValueError(f"'consistent' is the verdict of basis 'equations', not {basis!r}")
-    if cat == "reproduced" and stochastic and int(runs) < MIN_RUNS:
-        return (f"not comparable ({int(runs)} run of a stochastic quantity; reproduced needs >= {MIN_RUNS} "
-                "independent runs)")
+    if cat in DECISIVE and stochastic and basis in ("measured", "emulated") and int(runs) < MIN_RUNS:
+        return (f"not comparable ({int(runs)} run of a stochastic quantity; a verdict needs >= {MIN_RUNS} "
+                f"independent runs; the one run: {verdict})")
     return verdict
 
 
@@ -65,14 +73,16 @@ def basis_of(ours, runs: int, nothing: bool = False) -> tuple[str, int]:
 def frame(rows: list[dict]) -> pd.DataFrame:
     """Validated ledger rows (``evidence`` is the HTML id of the table that shows the evidence).
 
-    Each row has every column of :data:`COLUMNS` and may say ``stochastic`` (default False)."""
+    Each row has every column of :data:`COLUMNS` and may say ``stochastic`` (default False) and
+    :data:`TOLERANCE` (default "–")."""
     rows = [dict(r) for r in rows]
     for r in rows:
         if any(r.get(c) is None or (isinstance(r.get(c), float) and pd.isna(r.get(c))) for c in COLUMNS):
             raise ValueError("ledger rows need every column: " + ", ".join(COLUMNS))
         r["verdict"] = settle(r["verdict"], r["basis"], r["runs"], bool(r.pop("stochastic", False)))
         r["runs"] = int(r["runs"])
-    return pd.DataFrame(rows, columns=COLUMNS)
+        r[TOLERANCE] = str(r.get(TOLERANCE) or NO_VALUE[0])
+    return pd.DataFrame(rows, columns=COLUMNS + [TOLERANCE])
 
 
 def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
@@ -82,12 +92,12 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
         path = Path(run_dir) / "ledger.csv"
         if path.is_file():
             df = pd.read_csv(path, keep_default_na=False, dtype=str)
-            for col in ("basis", "runs"):  # a run older than the basis column
+            for col in ("basis", "runs", TOLERANCE):  # a run older than these columns
                 if col not in df:
-                    df[col] = UNRECORDED if col == "basis" else "–"
+                    df[col] = UNRECORDED if col != "runs" else "–"
             frames.append(df.assign(experiment=experiment, page=page))
     if not frames:
-        return pd.DataFrame(columns=COLUMNS + ["experiment", "page", "category"])
+        return pd.DataFrame(columns=COLUMNS + [TOLERANCE, "experiment", "page", "category"])
     out = pd.concat(frames, ignore_index=True)
     out["category"] = out["verdict"].map(category)
     return out
@@ -116,12 +126,12 @@ def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
     summary = ", ".join(f"**{counts[c]}** {c}" for c in CATEGORIES if c in counts)
     lines = [f"{len(ledger)} claims: {summary}.", "", "Per paper:", "", overview(ledger, "paper"), "",
              "Per basis (what stands behind the verdict):", "", overview(ledger, "basis"), "",
-             "| paper | claim | paper says | we measured | verdict | basis (runs) | evidence |",
-             "|---|---|---|---|---|---|---|"]
+             "| paper | claim | paper says | we measured | verdict | basis (runs) | tolerance (its source) | evidence |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in ledger.itertuples():
         link = f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
         basis = r.basis if r.basis in (UNRECORDED, "none", "equations") else f"{r.basis} ({r.runs})"
         cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):],
-                 basis, link]
+                 basis, r.tolerance, link]
         lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"

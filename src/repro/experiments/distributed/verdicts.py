@@ -126,8 +126,17 @@ def ring_scaling(g: _Grid) -> Measured:
                         runs=RUNS)
     # the paper's exception is VGG16 alone: VGG19 (and every other model) must gain with each process
     others = [v for m, v in gains.items() if m != "vgg16"]
+    if all(others) and gains.get("vgg16", False):  # the rule holds, its exception does not (in our range)
+        return Measured(ours, holds=False, runs=RUNS, gate=f"partly (every other model gains with each added process, "
+                                                          f"as claimed; vgg16 gains too, {_range(g, 'horovod')})")
     return Measured(ours, holds=all(others) and not gains.get("vgg16", False), runs=RUNS,
-                    note="" if "vgg16" in gains else "no VGG16 in this profile")
+                    note=_range(g, "horovod") if "vgg16" in gains else "no VGG16 in this profile")
+
+
+def _range(g: _Grid, method: str) -> str:
+    """The worker counts behind a scaling verdict next to the paper's (its Table 2)."""
+    most = paper.value(PAPER, "horovod_workers_max" if method != "ps_sync" else "ps_sync_workers_max")
+    return f"measured up to {g.nmax} workers; the paper's ran to {most:g}"
 
 
 def vgg_worst(g: _Grid) -> Measured:
@@ -144,7 +153,8 @@ def vgg_worst(g: _Grid) -> Measured:
     # strict reading: every VGG below every other model (with one VGG: it is the worst)
     vgg, rest = eff[eff.index.str.startswith("vgg")], eff[~eff.index.str.startswith("vgg")]
     ok = bool(vgg.max() < rest.min())
-    return Measured(ours, holds=ok, runs=RUNS, note="" if ok else f"{vgg.idxmax()} scales better than {rest.idxmin()}")
+    return Measured(ours, holds=ok, runs=RUNS,
+                    note=_range(g, method) if ok else f"{vgg.idxmax()} scales better than {rest.idxmin()}")
 
 
 def ps_efficiency(g: _Grid) -> Measured:
@@ -156,7 +166,8 @@ def ps_efficiency(g: _Grid) -> Measured:
     if g.shared:
         return Measured(ours, gate=f"not testable here ({g.share_note})", runs=RUNS)
     low = bool((eff["ps_sync"] < eff[method]).all())
-    return Measured(ours, holds=low, runs=RUNS, note="" if low else "PS efficiency not below ring for every model")
+    return Measured(ours, holds=low, runs=RUNS,
+                    note=_range(g, "ps_sync") if low else "PS efficiency not below ring for every model")
 
 
 def _outcome(rows: pd.DataFrame) -> str:
@@ -188,21 +199,27 @@ def fault_tolerance(faults: pd.DataFrame | None) -> Measured:
     orphans = int(f["orphans"].sum())
     ok = bool(a["outcome"].str.startswith("finished").all() and r["outcome"].str.startswith("stopped").all()
               and orphans == 0)
-    return Measured(f"async PS: {_outcome(a)}{done}; ring: {_outcome(r)}{control}; orphan processes: {orphans}",
-                    holds=ok, runs=trials, note="" if ok else "see the fault table")
+    ours = f"async PS: {_outcome(a)}{done}; ring (MWMS): {_outcome(r)}{control}; orphan processes: {orphans}"
+    if ok and len(c) and c["outcome"].str.startswith("finished").all():  # the paper's contrast is asynchrony's
+        return Measured(ours, holds=ok, runs=trials, gate="partly (async PS finished and the all-reduce stopped, as claimed; "
+                        "but sync PS, the control, finished too: the tolerance is the parameter server's, not "
+                        "asynchrony's; the all-reduce killed was the MWMS ring, not the paper's Horovod)")
+    return Measured(ours, holds=ok, runs=trials, note="MWMS ring, not the paper's Horovod" if ok else "see the fault table")
 
 
 def table1_row(model: str, row: dict) -> Measured:
-    """Parameters and GFLOPs of our Keras model against the paper's Table 1 (counted: exact, one build)."""
+    """Parameters and GFLOPs of our Keras model against the paper's Table 1 (counted: exact, one build;
+    basis ``equations``: the architecture's arithmetic, so agreement is *consistent*, not reproduced)."""
     if math.isnan(row["ours_params_m"]):
         return Measured(NO, gate="not measured yet (model not audited in this profile)")
     ours = f"{row['ours_params_m']:.1f} M params, {row['ours_gflops']:.1f} GFLOPs"
     if model == "inception_v3":
-        return Measured(ours, gate="not comparable (InceptionV3 stands in for InceptionV4)")
+        return Measured(ours, gate="not comparable (InceptionV3 stands in for InceptionV4)", basis="equations", runs=0)
     ref = TABLE1[model]
     rp = row["ours_params_m"] / paper.value(PAPER, f"params_m_{ref}")
     rg = row["ours_gflops"] / paper.value(PAPER, f"gflops_{ref}")
-    return Measured(ours, value=max((rp, rg), key=lambda x: abs(x - 1)),
+    # counted from the architecture, not measured: agreement is 'consistent', like re-computed equations
+    return Measured(ours, value=max((rp, rg), key=lambda x: abs(x - 1)), basis="equations", runs=0,
                     note=f"ours/paper: parameters {rp:.3f}, GFLOPs {rg:.3f}")
 
 
@@ -213,6 +230,9 @@ FORCED_BY_EMULATION = {
                      "async workers move in lockstep and sync has no straggler to wait for; the ratio shows only "
                      "that sync's coordination costs nothing on these links, not what asynchrony gains)",
 }
+
+
+DECIDED = ("partly", "differs")  # gates that are verdicts, not reasons to leave a finding undecided
 
 
 def _inner(gate: str) -> str:
@@ -234,14 +254,14 @@ def emulated(tables: dict, p: dict, undecided: dict | None = None) -> dict[str, 
     n_runs = int(tp["runs"].min()) if "runs" in tp else 1  # independent runs behind every emulated number
     for f in EMULATED_FINDINGS:
         m, forced = f(g), FORCED_BY_EMULATION.get(f.__name__)
-        if m.gate:  # not on the emulated grid: the real runs decide it
+        if m.gate and not m.gate.startswith(DECIDED):  # not on the emulated grid: the real runs decide it
             if undecided is not None:
                 undecided[f.__name__] = _inner(m.gate).replace("in this profile", "in emulate_methods")
             if forced:  # unless they cannot either: a forced finding is not the emulation's to decide, measured or not
                 out[f.__name__] = Measured(NO, gate=forced)
             continue
         m.ours, m.basis, m.runs = f"{m.ours} [emulated {p['emulate']}, {n_runs} run(s)]", "emulated", n_runs
-        m.evidence, m.gate = "distributed-emulated-throughput", forced
+        m.evidence, m.gate = "distributed-emulated-throughput", forced or m.gate
         out[f.__name__] = m
     return out
 
