@@ -46,7 +46,8 @@ def test_smoke_notebook_writes_results(smoke_runs):
     eq = led[led["basis"] == "equations"]
     assert len(eq) >= 10 and not eq["verdict"].str.startswith("reproduced").any()
     assert eq["verdict"].str.startswith(("consistent", "differs")).all()
-    assert not led.loc[led["basis"] == "measured", "verdict"].str.startswith("reproduced").any()  # one run each
+    # the CPU runs stand in for the thesis' cluster: what they show is said, but it decides nothing either way
+    assert led.loc[led["basis"] == "measured", "verdict"].str.startswith("not comparable (the thesis' GPUs").all()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["claims_need_measurement"] == 0
     m = summary["measured"]
@@ -73,7 +74,7 @@ def test_smoke_notebook_writes_results(smoke_runs):
     reported = pd.read_csv(run / "reported_vs_predicted.csv")
     assert reported["thesis_measured"].tolist() == [6.5, 3.9, 4.0, 2.1]
     params = pd.read_csv(run / "parameters.csv").set_index("network")
-    assert params.loc["SqueezeNet", "ours_1000"] == 1_248_424 and (params["verdict"] == "reproduced").all()
+    assert params.loc["SqueezeNet", "ours_1000"] == 1_248_424 and (params["verdict"] == "consistent").all()
     assert params["implied_mbps"].between(500, 1000).all()  # 4-byte weights over the thesis' 1 Gb/s link
     _check_emulation(run, summary)
     prov = json.loads((run / "provenance.json").read_text())

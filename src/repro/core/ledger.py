@@ -133,5 +133,5 @@ def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
         basis = r.basis if r.basis in (UNRECORDED, "none", "equations") else f"{r.basis} ({r.runs})"
         cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):],
                  basis, r.tolerance, link]
-        lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
+        lines.append("| " + " | ".join(str(c).replace("|", "&#124;").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -126,7 +126,7 @@ def ring_scaling(g: _Grid) -> Measured:
                         runs=RUNS)
     # the paper's exception is VGG16 alone: VGG19 (and every other model) must gain with each process
     others = [v for m, v in gains.items() if m != "vgg16"]
-    if all(others) and gains.get("vgg16", False):  # the rule holds, its exception does not (in our range)
+    if others and all(others) and gains.get("vgg16", False):  # the rule holds, its exception does not (in our range)
         return Measured(ours, holds=False, runs=RUNS, gate=f"partly (every other model gains with each added process, "
                                                           f"as claimed; vgg16 gains too, {_range(g, 'horovod')})")
     return Measured(ours, holds=all(others) and not gains.get("vgg16", False), runs=RUNS,

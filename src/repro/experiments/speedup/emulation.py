@@ -302,23 +302,29 @@ def _values(tables: dict[str, pd.DataFrame], specs, said, profile: str) -> dict:
             if row is not None:
                 ref = said[cid].reference()
                 ok = abs(row["speedup_measured"] - ref) <= REPORTED_RTOL * ref
-                out[cid] = (f"emulated S = {row['speedup_measured']:.2f} ({_runs_text(int(row['runs']))}"
+                out[cid] = (f"emulated S = {row['speedup_measured']:.2f} ({_runs_text(tables, int(row['runs']))}"
                             f"{_batches_text(tables)}; thesis {ref:g}, tolerance {REPORTED_RTOL:.0%}) [{profile}]",
                             bool(ok), int(row["runs"]))
     out.update(_shape_claims(s, profile))
     return out
 
 
-def _runs_text(runs: int) -> str:
-    # the second run of a configuration is the dilation check's: the same cluster again, new processes, twice the k
-    return "mean of 2 runs: the cluster, and again at twice its dilation" if runs == 2 else f"{runs} run"
+def _runs_text(tables: dict[str, pd.DataFrame], runs: int) -> str:
+    """The second run of a configuration is the dilation check's: the same cluster again, new processes, k x f."""
+    if runs != 2:
+        return f"{runs} run"
+    dc = tables.get("dilation_check")
+    if dc is None or not {"dilation_a", "dilation_b"} <= set(dc):
+        return "mean of 2 runs: the cluster, and again at another dilation"
+    return f"mean of 2 runs: the cluster, and again at {float((dc['dilation_b'] / dc['dilation_a']).median()):g}x its dilation"
 
 
 def _batches_text(tables: dict[str, pd.DataFrame]) -> str:
-    """"; D = 8 batches, the thesis' 128": the batches each emulated configuration trained (a sync-join
-    run's closures); "" where the runs do not say."""
+    """"; D = 8 batches, the thesis' 128": the batches each emulated configuration trained (the closures of
+    sync-join with one worker, which splits nothing); "" where the runs do not say."""
     runs = tables["emulated_runs"]
-    join = runs[runs["mode"] == "sync-join"] if {"mode", "closures"} <= set(runs) else runs.iloc[:0]
+    join = runs[(runs["mode"] == "sync-join") & (runs["workers"] == 1)] if {"mode", "closures"} <= set(runs) \
+        else runs.iloc[:0]
     if join.empty:
         return ""
     return f"; D = {int(join['closures'].max())} batches, the thesis' {_paper.value('slampa2017', 'batches'):g}"

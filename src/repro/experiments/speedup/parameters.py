@@ -48,7 +48,7 @@ def parameter_table(input_size: int, num_classes: int, networks=NETWORKS) -> pd.
         rows.append({
             "network": net, "published": published, "ours_1000": counts["ours_1000"],
             "relative_difference": rel,
-            "verdict": "reproduced" if abs(rel) <= tol else f"differs ({rel:+.1%}, tolerance {tol:.1%})",
+            "verdict": "consistent" if abs(rel) <= tol else f"differs ({rel:+.1%}, tolerance {tol:.1%})",
             "ours": counts["ours"], "ours_with_side_classifiers": counts.get("ours_with_side", counts["ours"]),
             "t_comm": table.loc[net, "t_comm"],
             "implied_mbps": BYTES_PER_WEIGHT * 8 * counts["ours"] / table.loc[net, "t_comm"] / 1e6,
