@@ -316,7 +316,8 @@ def _runs_text(tables: dict[str, pd.DataFrame], runs: int) -> str:
     dc = tables.get("dilation_check")
     if dc is None or not {"dilation_a", "dilation_b"} <= set(dc):
         return "mean of 2 runs: the cluster, and again at another dilation"
-    return f"mean of 2 runs: the cluster, and again at {float((dc['dilation_b'] / dc['dilation_a']).median()):g}x its dilation"
+    factor = round(float((dc["dilation_b"] / dc["dilation_a"]).median()), 1)  # dilations are rounded to 0.01
+    return f"mean of 2 runs: the cluster, and again at {factor:g}x its dilation"
 
 
 def _batches_text(tables: dict[str, pd.DataFrame]) -> str:
