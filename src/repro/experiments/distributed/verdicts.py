@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from repro.core import claims, paper
+from repro.core import claims, ledger, paper
 from repro.experiments.distributed.common import (
     FINDINGS,
     HOROVOD_NOT_INSTALLED,
@@ -232,9 +232,6 @@ FORCED_BY_EMULATION = {
 }
 
 
-DECIDED = ("partly", "differs")  # gates that are verdicts, not reasons to leave a finding undecided
-
-
 def _inner(gate: str) -> str:
     """The reason inside a gate's parentheses ("not measured yet (x)" -> "x")."""
     _, _, rest = gate.partition(" (")
@@ -254,7 +251,9 @@ def emulated(tables: dict, p: dict, undecided: dict | None = None) -> dict[str, 
     n_runs = int(tp["runs"].min()) if "runs" in tp else 1  # independent runs behind every emulated number
     for f in EMULATED_FINDINGS:
         m, forced = f(g), FORCED_BY_EMULATION.get(f.__name__)
-        if m.gate and not m.gate.startswith(DECIDED):  # not on the emulated grid: the real runs decide it
+        # a gate that is itself a verdict ('partly', 'differs') decides; any other: not on the emulated grid,
+        # the real runs decide it
+        if m.gate and ledger.category(m.gate) not in ledger.DECISIVE:
             if undecided is not None:
                 undecided[f.__name__] = _inner(m.gate).replace("in this profile", "in emulate_methods")
             if forced:  # unless they cannot either: a forced finding is not the emulation's to decide, measured or not
