@@ -17,8 +17,10 @@ from repro.core import params as _params
 from repro.core.runner import RunFailed
 from repro.ml import data
 from repro.ml.data import DatasetUnavailable
+from repro.ml.training import DeadlineReached
 
 EXIT_USAGE = 2
+EXIT_DEADLINE = 3  # checkpointed training stopped at REPRO_DEADLINE; a rerun resumes
 
 
 def _cmd_list(args) -> int:
@@ -208,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     except (_params.ParameterError, DatasetUnavailable, RunFailed, BookError) as exc:
         print(f"repro: error: {exc}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, _params.ParameterError) else 1
+    except DeadlineReached as exc:
+        print(f"repro: stopped at the deadline: {exc}", file=sys.stderr)
+        return EXIT_DEADLINE
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130

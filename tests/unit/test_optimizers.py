@@ -171,7 +171,7 @@ def test_hours_of_a_fused_run_say_they_are_shared():
     alone = verdicts.measurements(_summary(ACCS), PAPER_P, CIFAR)
     fused = verdicts.measurements(_summary(ACCS).assign(trained_together=7), PAPER_P, CIFAR)
     assert alone["hours_per_optimizer"].ours == "1.50 h"
-    assert fused["hours_per_optimizer"].ours == "1.50 h (the wall time of 7 optimizers trained together)"
+    assert fused["hours_per_optimizer"].ours == "1.50 h (the wall time of 7 models trained together)"
 
 
 def test_validation_split_never_touches_the_test_set():

@@ -1,32 +1,40 @@
-"""Several Keras classifiers trained at once in one compiled JAX program, the data resident on the device.
+"""Several Keras classifiers of one architecture trained at once in one compiled JAX program.
 
-The optimizer comparison trains seven copies of one small CNN that differ only in their optimizer.
-Trained one after another with ``model.fit`` at batch 32, such a CNN leaves a large GPU mostly idle
-and the per-step dispatch from Python dominates (Keras 3's ``steps_per_execution`` under JAX still
-dispatches one compiled step per batch). :func:`fit_many` instead
+The optimizer comparison trains fourteen copies of one small CNN (seven optimizers, two seeds) that
+differ only in their optimizer, initial weights and data order. Trained one after another with
+``model.fit`` at batch 32, such a CNN leaves a large GPU mostly idle: the per-step dispatch from
+Python dominates. :func:`fit_many` instead
 
 * puts the training and test arrays on the device once;
-* compiles one function that advances *all* K models by ``steps_per_execution`` minibatches
-  (unrolled over rows of batch indices, gathered on the device), so one dispatch does
-  K x ``steps_per_execution`` optimizer steps;
+* stacks the K models' weights along a new leading axis and runs one ``jax.vmap``-ed forward and
+  backward pass over them (one kernel serves all K models), then each optimizer's own
+  ``stateless_apply`` on its models' slice (models with the same optimizer configuration are one
+  slice, the update ``vmap``-ed over it);
+* advances all K models by ``steps_per_execution`` minibatches per compiled call (unrolled), and on
+  an accelerator runs the epoch's full batches as one ``lax.scan`` of such chunks: one dispatch per
+  epoch plus one for the partial last batch (``scan``; off on CPU, where XLA runs the convolutions
+  of a scan body about 6x slower);
 * evaluates all K models on the test set in one compiled function per test batch.
 
-Each model sees exactly what :func:`repro.ml.training.fit` would give it: the same order of
-examples per ``(seed, epoch)``, the same partial last batch, the same dropout masks (its seed
-state is reset per epoch by the same rule), categorical cross-entropy averaged over the batch, its
-own optimizer's ``stateless_apply`` (with the optimizer's loss scaling under mixed precision), and
+Each model sees exactly what :func:`repro.ml.training.fit` would give it: the order of examples of
+its ``(seed, epoch)``, the same partial last batch, the same dropout masks (its seed state is reset
+per epoch by the same rule), categorical cross-entropy averaged over the batch, its own optimizer's
+``stateless_apply`` (with the loss scaling of a ``LossScaleOptimizer`` under mixed precision), and
 per-epoch training loss and accuracy averaged over the epoch's examples as Keras reports them. Only
-the order of floating-point operations differs (tests: trajectories equal to ``fit``'s within 1e-4).
+the order of floating-point operations differs (tests: trajectories equal to ``fit``'s within 1e-5 in
+float32; under ``mixed_float16`` float16 rounds the grouped convolution differently: losses within 5e-3).
 
-Times are those of the group: ``epoch_time_s`` is the wall time in which every one of the K
-models finished its epoch. Checkpoints are ``fit``'s (``model.keras`` + ``history.csv`` per model),
-written every ``checkpoint_every_s`` seconds and after the last epoch, so either trainer resumes
-the other's run. JAX only; imported inside functions.
+Times are those of the group: ``epoch_time_s`` is the wall time in which every one of the K models
+finished its epoch. Checkpoints are ``fit``'s (``model.keras`` + ``history.csv`` per model), written
+every ``checkpoint_every_s`` seconds, after the last epoch and when :func:`repro.ml.training.stop_reason`
+stops training (``REPRO_DEADLINE``), so either trainer resumes the other's run. JAX only; imported
+inside functions. ``python -m repro.ml.fused probe OUT.json``: the GPU campaign's probe (:func:`probe`).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -35,6 +43,8 @@ import pandas as pd
 
 from repro.ml import training
 from repro.ml.data import Dataset
+
+SEED_STATE = "seed_generator_state"
 
 
 def _values(model) -> tuple[list, list, list]:
@@ -52,21 +62,6 @@ def _store(model, state) -> None:
             v.assign(a)
 
 
-_COMPILED: dict[str, tuple] = {}  # the last group's functions, reused by a group of the same configuration
-
-
-def _compiled(models):
-    """:func:`_compile` of ``models``, or the functions compiled for an earlier group of models with the
-    same architecture and optimizer configurations (the next seed): they are stateless in the models'
-    values, so they serve any such group, and XLA's compilation is not repeated."""
-    key = json.dumps(_unnamed([[m.get_config(), m.optimizer.get_config()] for m in models]), sort_keys=True,
-                     default=str)
-    if key not in _COMPILED:
-        _COMPILED.clear()
-        _COMPILED[key] = _compile(models)
-    return _COMPILED[key]
-
-
 def _unnamed(config):
     """A Keras config without its ``name`` entries (Keras numbers the layers of each new model)."""
     if isinstance(config, dict):
@@ -76,91 +71,197 @@ def _unnamed(config):
     return config
 
 
-def _compile(models):
-    """(train_chunk, evaluate): jitted over the K models' states and the device-resident arrays."""
+def _key(config) -> str:
+    return json.dumps(_unnamed(config), sort_keys=True, default=str)
+
+
+class Layout:
+    """The K models in slice order: models with the same optimizer configuration next to each other.
+
+    ``order[j]`` is the model at stacked position j; ``slices`` are (optimizer of the slice, start, stop)."""
+
+    def __init__(self, models: list):
+        arch = {_key(m.get_config()) for m in models}
+        if len(arch) != 1:
+            raise ValueError("fit_many: the models must share one architecture (they are stacked)")
+        by_opt: dict[str, list[int]] = {}
+        for i, m in enumerate(models):
+            by_opt.setdefault(_key(m.optimizer.get_config()), []).append(i)
+        self.order = [i for members in by_opt.values() for i in members]
+        self.slices, start = [], 0
+        for members in by_opt.values():
+            self.slices.append((models[members[0]].optimizer, start, start + len(members)))
+            start += len(members)
+        self.key = json.dumps([next(iter(arch)), [[k, len(v)] for k, v in by_opt.items()]])
+
+    def stack(self, models: list) -> tuple:
+        """(trainable, non-trainable, optimizer variables per slice), each stacked over its models."""
+        import jax.numpy as jnp
+
+        vals = [_values(models[i]) for i in self.order]
+        t = [jnp.stack(col) for col in zip(*[v[0] for v in vals])]
+        n = [jnp.stack(col) for col in zip(*[v[1] for v in vals])]
+        o = [[jnp.stack(col) for col in zip(*[v[2] for v in vals[a:b]])] for _, a, b in self.slices]
+        return t, n, o
+
+    def unstack(self, models: list, state) -> None:
+        """Each model's variables set from the stacked state (for checkpoints and the caller)."""
+        t, n, o = (jax_tree_numpy(part) for part in state)
+        for j, i in enumerate(self.order):
+            s = next(k for k, (_, a, b) in enumerate(self.slices) if a <= j < b)
+            _store(models[i], ([v[j] for v in t], [v[j] for v in n], [v[j - self.slices[s][1]] for v in o[s]]))
+
+
+def jax_tree_numpy(tree):
+    if isinstance(tree, (list, tuple)):
+        return [jax_tree_numpy(x) for x in tree]
+    return np.asarray(tree)
+
+
+_COMPILED: dict[str, tuple] = {}  # the last layout's functions, reused by a group of the same configuration
+
+
+def _compiled(models, layout: Layout):
+    """:func:`_compile` for ``layout``, or the functions compiled for an earlier group of models with the
+    same architecture and optimizer slices: they are stateless in the models' values, so they serve any
+    such group (the next variant, a resumed run), and XLA's compilation is not repeated."""
+    if layout.key not in _COMPILED:
+        _COMPILED.clear()
+        _COMPILED[layout.key] = _compile(models[layout.order[0]], layout)
+    return _COMPILED[layout.key]
+
+
+def _step_fn(proto, layout: Layout):
+    """One minibatch of all K models: (state, xb (K, b, ...), yb (K, b, c)) -> (state, sums (K, 2))."""
     import jax
     import jax.numpy as jnp
     import keras
-    from keras.src.backend import StatelessScope
 
     xent = keras.losses.CategoricalCrossentropy()
 
-    def one_step(model, state, xb, yb):
-        t, n, o = state
-        opt = model.optimizer
-
+    def grads_one(t, n, xb, yb, scale):
         def loss_fn(t, n):
-            pred, n = model.stateless_call(t, n, xb, training=True)
+            pred, n = proto.stateless_call(t, n, xb, training=True)
             loss = xent(yb, pred)
-            with StatelessScope(state_mapping=list(zip(opt.variables, o))):
-                scaled = opt.scale_loss(loss)  # identity unless a LossScaleOptimizer (mixed precision)
-            return scaled, (loss, pred, n)
+            return loss * scale.astype(loss.dtype), (loss, pred, n)
 
-        (_, (loss, pred, n)), grads = jax.value_and_grad(loss_fn, has_aux=True)(t, n)
-        t, o = opt.stateless_apply(o, grads, t)
+        (_, (loss, pred, n)), g = jax.value_and_grad(loss_fn, has_aux=True)(t, n)
         right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1)).astype("float32")
-        return (t, n, o), loss.astype("float32") * xb.shape[0], right
+        return g, n, jnp.stack([loss.astype("float32") * xb.shape[0], right])
+
+    def loss_scale(opt, o, size):
+        # a LossScaleOptimizer (mixed precision) scales the loss by its dynamic scale; others by 1
+        if not hasattr(opt, "dynamic_scale"):
+            return jnp.ones((size,), "float32")
+        return o[[id(v) for v in opt.variables].index(id(opt.dynamic_scale))].astype("float32")
+
+    def step(state, xb, yb):
+        t, n, o = state
+        scale = jnp.concatenate([loss_scale(opt, o[s], b - a) for s, (opt, a, b) in enumerate(layout.slices)])
+        g, n, sums = jax.vmap(grads_one)(t, n, xb, yb, scale)
+        parts, new_o = [], []
+        for s, (opt, a, b) in enumerate(layout.slices):
+            ts, os_ = jax.vmap(opt.stateless_apply)(o[s], [v[a:b] for v in g], [v[a:b] for v in t])
+            parts.append(ts)
+            new_o.append(os_)
+        t = [jnp.concatenate([p[i] for p in parts]) for i in range(len(t))] if len(parts) > 1 else parts[0]
+        return (t, n, new_o), sums
+
+    return step
+
+
+def _compile(proto, layout: Layout):
+    """(train_chunk, train_scan, evaluate), jitted over the stacked state and the device-resident arrays."""
+    import jax
+    import jax.numpy as jnp
+    import keras
+
+    step = _step_fn(proto, layout)
+    xent = keras.losses.CategoricalCrossentropy()
+
+    def chunk(state, sums, x, y, idx):  # idx (K, s, b): s minibatches, unrolled
+        for i in range(idx.shape[1]):
+            state, got = step(state, x[idx[:, i]], y[idx[:, i]])
+            sums = sums + got
+        return state, sums
 
     @jax.jit
-    def train_chunk(states, sums, x, y, idx):
-        # unrolled at trace time: XLA:CPU runs the convolutions of a lax.scan body about 6x slower
-        for i in range(idx.shape[0]):
-            xb, yb = x[idx[i]], y[idx[i]]
-            out = [one_step(m, s, xb, yb) for m, s in zip(models, states)]
-            states = [o[0] for o in out]
-            sums = sums + jnp.stack([jnp.stack([o[1], o[2]]) for o in out])
-        return states, sums
+    def train_scan(state, sums, x, y, idx):  # idx (C, K, s, b): C chunks in one dispatch
+        return jax.lax.scan(lambda c, i: (chunk(*c, x, y, i), None), (state, sums), idx)[0]
 
-    @jax.jit
-    def evaluate(tn, xb, yb):
-        rows = []
-        for m, (t, n) in zip(models, tn):
-            pred, _ = m.stateless_call(t, n, xb, training=False)
-            right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1)).astype("float32")
-            rows.append(jnp.stack([xent(yb, pred).astype("float32") * xb.shape[0], right]))
-        return jnp.stack(rows)
+    def evaluate_one(t, n, xb, yb):
+        pred, _ = proto.stateless_call(t, n, xb, training=False)
+        right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1)).astype("float32")
+        return jnp.stack([xent(yb, pred).astype("float32") * xb.shape[0], right])
 
-    return train_chunk, evaluate
+    evaluate = jax.jit(jax.vmap(evaluate_one, in_axes=(0, 0, None, None)))
+    return jax.jit(chunk), train_scan, evaluate
 
 
 def _chunks(order: np.ndarray, batch_size: int, steps: int) -> list[np.ndarray]:
-    """The epoch's batches as index arrays of shape (s, b): chunks of ``steps`` full batches, each
-    remaining full batch alone, then the partial last batch (what ``model.fit`` would do). At most
-    three shapes: three compilations, each reused every epoch."""
-    full = len(order) // batch_size
-    rows = order[:full * batch_size].reshape(full, batch_size)
+    """The epoch's batches as index arrays of shape (K, s, b): chunks of ``steps`` full batches, each
+    remaining full batch alone, then the partial last batch (what ``model.fit`` would do). ``order`` is
+    (K, n): each model's permutation. At most three shapes: three compilations, each reused every epoch."""
+    n = order.shape[1]
+    full = n // batch_size
+    rows = order[:, :full * batch_size].reshape(order.shape[0], full, batch_size)
     cut = full - full % steps
-    out = [rows[i:i + steps] for i in range(0, cut, steps)] + [rows[i:i + 1] for i in range(cut, full)]
-    if len(order) % batch_size:
-        out.append(order[full * batch_size:][None, :])
+    out = [rows[:, i:i + steps] for i in range(0, cut, steps)] + [rows[:, i:i + 1] for i in range(cut, full)]
+    if n % batch_size:
+        out.append(order[:, full * batch_size:][:, None, :])
     return [c.astype("int32") for c in out]
 
 
-def _epoch(fns, models, dev, seed: int, epoch: int, batch_size: int, steps: int, eval_batch: int):
-    """One epoch of all models: (train sums (K, 2), test sums (K, 2), train s, test s)."""
+def dispatches_per_epoch(n: int, batch_size: int, steps: int, scan: bool) -> int:
+    """Compiled calls per training epoch of :func:`fit_many` (``model.fit`` makes ``ceil(n / batch_size)`` per model)."""
+    full, partial = divmod(n, batch_size)
+    chunks, lone = divmod(full, steps)
+    if scan and chunks > 1:
+        return 1 + lone + (partial > 0)
+    return chunks + lone + (partial > 0)
+
+
+def _reseeded(layout: Layout, models: list, n: list, seeds: list[int], epoch: int) -> list:
+    """The stacked non-trainable values with each model's dropout seed states reset for ``epoch`` by
+    :func:`repro.ml.training._reseed`'s rule (``[epoch_seed * 1000 + i, 0]``, i over the model's states)."""
+    import jax.numpy as jnp
+
+    proto = models[layout.order[0]]
+    rank = {id(v): i for i, v in enumerate(v for v in proto.variables if v.path.endswith(SEED_STATE))}
+    out = list(n)
+    for j, v in enumerate(proto.non_trainable_variables):
+        if id(v) in rank:
+            es = [seeds[i] * 100_003 + epoch for i in layout.order]
+            out[j] = jnp.asarray(np.array([[e * 1_000 + rank[id(v)], 0] for e in es]), dtype=n[j].dtype)
+    return out
+
+
+def _epoch(fns, layout, models, state, dev, seeds, epoch, batch_size, steps, eval_batch, scan):
+    """One epoch of all models: (state, train sums (K, 2), test sums (K, 2), train s, test s, dispatches),
+    rows in stacked order."""
     import jax
     import jax.numpy as jnp
 
-    train_chunk, evaluate = fns
+    train_chunk, train_scan, evaluate = fns
     x, y, xt, yt = dev
-    epoch_seed = seed * 100_003 + epoch
-    for m in models:
-        training._reseed(m, epoch_seed)  # dropout masks depend on (seed, epoch) only, as in fit
-    states = [_values(m) for m in models]
-    order = np.random.default_rng(epoch_seed).permutation(x.shape[0])
+    t, n, o = state
+    state = (t, _reseeded(layout, models, n, seeds, epoch), o)
+    order = np.stack([np.random.default_rng(seeds[i] * 100_003 + epoch).permutation(x.shape[0]) for i in layout.order])
+    chunks = _chunks(order, batch_size, steps)
     t0 = time.perf_counter()
-    sums = jnp.zeros((len(models), 2), "float32")
-    for idx in _chunks(order, batch_size, steps):
-        states, sums = train_chunk(states, sums, x, y, jnp.asarray(idx))
+    sums = jnp.zeros((len(layout.order), 2), "float32")
+    full = [c for c in chunks if c.shape[1] == steps] if scan else []
+    if len(full) > 1:
+        state, sums = train_scan(state, sums, x, y, jnp.asarray(np.stack(full)))
+    rest = chunks[len(full):] if len(full) > 1 else chunks
+    for idx in rest:
+        state, sums = train_chunk(state, sums, x, y, jnp.asarray(idx))
     sums = np.asarray(jax.block_until_ready(sums))
     t1 = time.perf_counter()
-    for m, s in zip(models, states):
-        _store(m, s)
-    test = np.zeros((len(models), 2))
-    tn = [(s[0], s[1]) for s in states]
+    test = np.zeros((len(layout.order), 2))
     for i in range(0, xt.shape[0], eval_batch):
-        test += np.asarray(evaluate(tn, xt[i:i + eval_batch], yt[i:i + eval_batch]))
-    return sums, test, t1 - t0, time.perf_counter() - t1
+        test += np.asarray(evaluate(state[0], state[1], xt[i:i + eval_batch], yt[i:i + eval_batch]))
+    return state, sums, test, t1 - t0, time.perf_counter() - t1, len(rest) + (len(full) > 1)
 
 
 def _device_arrays(data: Dataset):
@@ -183,17 +284,27 @@ def _resume(models: list, dirs: list) -> tuple[list, list[list[dict]]]:
     return out, rows
 
 
-def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed: int = 0,
+def on_accelerator() -> bool:
+    import jax
+
+    return jax.default_backend() != "cpu"
+
+
+def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed: int | list[int] = 0,
              steps_per_execution: int = 1, eval_batch_size: int = 1000, checkpoint_dirs: list | None = None,
              checkpoint_every_s: float = 60.0, labels: list[str] | None = None, verbose: int = 2,
-             log_prefix: str = "") -> list[pd.DataFrame]:
-    """Train the compiled classifiers ``models`` together (see the module docstring); one history per
-    model (:data:`repro.ml.training.HISTORY_COLUMNS`), as :func:`repro.ml.training.fit` returns.
+             log_prefix: str = "", scan: bool | None = None) -> list[pd.DataFrame]:
+    """Train the compiled classifiers ``models`` (one architecture) together (see the module docstring);
+    one history per model (:data:`repro.ml.training.HISTORY_COLUMNS`), as :func:`repro.ml.training.fit`
+    returns. ``seed``: one for all models or one per model (data order and dropout, as ``fit``'s).
+    ``scan``: one dispatch per epoch (default: on an accelerator only).
 
     With ``checkpoint_dirs`` (one per model), earlier interrupted runs are resumed; models whose
     checkpoints stopped at different epochs are trained in groups, one per starting epoch."""
     dirs = list(checkpoint_dirs or [None] * len(models))
     labels = list(labels or [str(i) for i in range(len(models))])
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * len(models)
+    scan = on_accelerator() if scan is None else scan
     models, rows = _resume(models, dirs)
     groups: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
@@ -204,33 +315,106 @@ def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed:
             continue
         if verbose and start:
             print(f"{log_prefix}resuming {', '.join(labels[i] for i in members)} after epoch {start}", flush=True)
-        _train_group([models[i] for i in members], [rows[i] for i in members], [dirs[i] for i in members],
-                     [labels[i] for i in members], dev, data, start, epochs, batch_size, seed,
-                     steps_per_execution, eval_batch_size, checkpoint_every_s, verbose, log_prefix)
+        pick = lambda xs: [xs[i] for i in members]  # noqa: E731
+        group = _Group(pick(models), pick(rows), pick(dirs), pick(labels), pick(seeds))
+        group.train(dev, data, start, epochs, batch_size, steps_per_execution, eval_batch_size, checkpoint_every_s,
+                    verbose, log_prefix, scan)
     return [pd.DataFrame(r, columns=training.HISTORY_COLUMNS) for r in rows]
 
 
-def _train_group(models, rows, dirs, labels, dev, data, start, epochs, batch_size, seed, steps, eval_batch,
-                 every_s, verbose, log_prefix) -> None:
-    """Epochs ``start``..``epochs`` of one group; appends to each model's ``rows`` and checkpoints."""
-    fns = _compiled(models)
-    n, n_test = len(data.y_train), len(data.y_test)
-    last_save = time.perf_counter()
-    for epoch in range(start, epochs):
-        train, test, t_train, t_test = _epoch(fns, models, dev, seed, epoch, batch_size, steps, eval_batch)
-        for k, r in enumerate(rows):
-            total = (float(r[-1]["train_time_s"]) if r else 0.0) + t_train
-            r.append({"epoch": epoch + 1, "loss": train[k, 0] / n, "accuracy": train[k, 1] / n,
-                      "test_loss": test[k, 0] / n_test if n_test else np.nan,
-                      "test_accuracy": test[k, 1] / n_test if n_test else np.nan,
-                      "epoch_time_s": t_train, "eval_time_s": t_test, "train_time_s": total})
-        if verbose:
-            accs = ", ".join(f"{lab} {r[-1]['test_accuracy']:.3f}" for lab, r in zip(labels, rows))
-            print(f"{log_prefix}epoch {epoch + 1}/{epochs} - {t_train:.1f} s train + {t_test:.1f} s test - "
-                  f"{len(models) * n / t_train:,.0f} img/s over {len(models)} models - test accuracy: {accs}",
-                  flush=True)
-        if time.perf_counter() - last_save >= every_s or epoch + 1 == epochs:
-            for m, r, d in zip(models, rows, dirs):
+class _Group:
+    """Models that start at the same epoch, their history rows (appended to), checkpoint dirs, labels, seeds."""
+
+    def __init__(self, models, rows, dirs, labels, seeds):
+        self.models, self.rows, self.dirs, self.labels, self.seeds = models, rows, dirs, labels, seeds
+        self.layout = Layout(models)
+
+    def checkpoint(self, state) -> None:
+        if any(d is not None for d in self.dirs):
+            self.layout.unstack(self.models, state)
+            for m, r, d in zip(self.models, self.rows, self.dirs):
                 if d is not None:
                     training._save_checkpoint(m, pd.DataFrame(r, columns=training.HISTORY_COLUMNS), Path(d))
-            last_save = time.perf_counter()
+
+    def record(self, epoch, train, test, t_train, t_test, n, n_test) -> None:
+        for j, i in enumerate(self.layout.order):
+            r = self.rows[i]
+            total = (float(r[-1]["train_time_s"]) if r else 0.0) + t_train
+            r.append({"epoch": epoch + 1, "loss": train[j, 0] / n, "accuracy": train[j, 1] / n,
+                      "test_loss": test[j, 0] / n_test if n_test else np.nan,
+                      "test_accuracy": test[j, 1] / n_test if n_test else np.nan,
+                      "epoch_time_s": t_train, "eval_time_s": t_test, "train_time_s": total})
+
+    def train(self, dev, data, start, epochs, batch_size, steps, eval_batch, every_s, verbose, log_prefix, scan):
+        """Epochs ``start``..``epochs``; appends to each model's rows, checkpoints, stops at the deadline."""
+        fns = _compiled(self.models, self.layout)
+        state = self.layout.stack(self.models)
+        n, n_test, k = len(data.y_train), len(data.y_test), len(self.models)
+        last_save, last_s = time.perf_counter(), 0.0
+        for epoch in range(start, epochs):
+            if why := training.stop_reason(last_s):
+                self.checkpoint(state)
+                raise training.DeadlineReached(f"{log_prefix}stopped after epoch {epoch} of {epochs} ({why}); "
+                                               "checkpoints written")
+            t0 = time.perf_counter()
+            state, train, test, t_train, t_test, calls = _epoch(fns, self.layout, self.models, state, dev,
+                                                                self.seeds, epoch, batch_size, steps, eval_batch, scan)
+            self.record(epoch, train, test, t_train, t_test, n, n_test)
+            training.epoch_done()
+            if verbose:
+                accs = ", ".join(f"{self.labels[i]} {self.rows[i][-1]['test_accuracy']:.3f}" for i in range(k))
+                print(f"{log_prefix}epoch {epoch + 1}/{epochs} - {t_train:.1f} s train + {t_test:.1f} s test - "
+                      f"{k * n / t_train:,.0f} img/s over {k} models, {calls} dispatches - test accuracy: {accs}",
+                      flush=True)
+            if time.perf_counter() - last_save >= every_s or epoch + 1 == epochs:
+                self.checkpoint(state)
+                last_save = time.perf_counter()
+            last_s = time.perf_counter() - t0
+        self.layout.unstack(self.models, state)
+
+
+PROBE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adagrad", "nadam")
+
+
+def probe(out: Path, n_train: int = 50_000, n_test: int = 10_000, seeds: int = 2, steps: int = 8,
+          epochs: int = 2) -> dict:
+    """The GPU campaign's first look: the JAX devices, and the optimizer comparison's fused program (the CNN
+    of its ``gpu-h100`` profile, seven optimizers x ``seeds`` stacked, batch 32, on random data of the
+    profile's sizes, so a persistent compilation cache then serves the real run): compile time (first
+    epoch minus a timed one) and images/s over all models. Writes ``out`` (JSON), prints one line."""
+    import jax
+    import keras
+
+    from repro.ml import models as _models
+    from repro.ml import optim
+
+    rng = np.random.default_rng(0)
+    data = Dataset(rng.random((n_train, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_train),
+                   rng.random((n_test, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_test),
+                   {"name": "random", "classes": 10, "n_train": n_train, "n_test": n_test})
+    built = []
+    for seed in range(seeds):
+        for opt in PROBE_OPTIMIZERS:
+            keras.utils.set_random_seed(seed)
+            model = _models.polishchuk_cnn(data.input_shape, 10, [32, 64, 64], 64, 0.5)
+            built.append(optim.compile_classifier(model, opt, 1e-3, 0.9))
+    t0 = time.perf_counter()
+    hist = fit_many(built, data, epochs=epochs, batch_size=32, seed=[s for s in range(seeds) for _ in PROBE_OPTIMIZERS],
+                    steps_per_execution=steps, verbose=0)[0]
+    timed = float(hist["epoch_time_s"].iloc[1:].mean())
+    report = {"jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
+              "device_kind": jax.devices()[0].device_kind, "models": len(built), "n_train": n_train,
+              "batch_size": 32, "steps_per_execution": steps, "scan": on_accelerator(),
+              "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
+              "images_per_s_all_models": len(built) * n_train / timed, "wall_s": time.perf_counter() - t0}
+    Path(out).write_text(json.dumps(report, indent=1))
+    print(f"probe: {report['device_kind']} ({report['backend']}), {len(built)} models fused: compile "
+          f"{report['compile_s']:.1f} s, epoch {timed:.2f} s, {report['images_per_s_all_models']:,.0f} img/s "
+          f"over all models", flush=True)
+    return report
+
+
+if __name__ == "__main__":  # python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST]
+    if len(sys.argv) < 3 or sys.argv[1] != "probe":
+        raise SystemExit("usage: python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST]")
+    probe(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:5]))

@@ -35,6 +35,30 @@ THREAD_ENV = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREA
               "OPENBLAS_NUM_THREADS")
 XLA_SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
+DEADLINE_ENV = "REPRO_DEADLINE"  # unix time (s): no checkpointed epoch starts that would end after it
+STOP_AFTER_ENV = "REPRO_STOP_AFTER_EPOCHS"  # stop the same way after this many epochs in this process (tests)
+_EPOCHS_DONE = [0]  # epochs trained in this process by checkpointed training (fit, fused.fit_many)
+
+
+class DeadlineReached(RuntimeError):
+    """Checkpointed training stopped before an epoch at ``REPRO_DEADLINE`` (or after
+    ``REPRO_STOP_AFTER_EPOCHS``); its checkpoints are written, and a rerun resumes from them."""
+
+
+def stop_reason(next_epoch_s: float) -> str | None:
+    """Why the next epoch, expected to take ``next_epoch_s``, must not start; None if it may."""
+    stop = os.environ.get(STOP_AFTER_ENV)
+    if stop and _EPOCHS_DONE[0] >= int(stop):
+        return f"{STOP_AFTER_ENV}={stop}: {_EPOCHS_DONE[0]} epochs trained in this process"
+    deadline = os.environ.get(DEADLINE_ENV)
+    if deadline and time.time() + next_epoch_s > float(deadline):
+        return f"the next epoch (~{next_epoch_s:.1f} s) would end after {DEADLINE_ENV}"
+    return None
+
+
+def epoch_done() -> None:
+    _EPOCHS_DONE[0] += 1
+
 
 def thread_env(cores: int, environ: dict | None = None) -> dict:
     """Environment limiting a process that will run Keras to ``cores`` threads, whatever the backend.
@@ -297,7 +321,12 @@ def fit(
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
     if verbose and log_prefix and start_epoch < epochs:
         print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)
+    last_s = 0.0
     for epoch in range(start_epoch, epochs):
+        if checkpoint_dir is not None and (why := stop_reason(last_s)):
+            raise DeadlineReached(f"{log_prefix}stopped after epoch {epoch} of {epochs} ({why}); checkpoint in "
+                                  f"{checkpoint_dir}")
+        t_epoch = time.perf_counter()
         _reseed(model, seed * 100_003 + epoch)  # dropout masks depend on (seed, epoch) only
         train = epoch_input(data.x_train, data.y_train, data.num_classes, batch_size, seed * 100_003 + epoch)
         hist = model.fit(
@@ -323,6 +352,8 @@ def fit(
         })
         if checkpoint_dir is not None:
             _save_checkpoint(model, pd.DataFrame(rows, columns=HISTORY_COLUMNS), checkpoint_dir)
+            epoch_done()
+        last_s = time.perf_counter() - t_epoch
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 

@@ -47,33 +47,37 @@ def check_trainer(p: dict) -> None:
                              f"{training.backend()} (use trainer: fit)")
 
 
-def train_group(p: dict, ds: _data.Dataset, jobs: list[tuple], seed: int, epochs: int) -> list[pd.DataFrame]:
-    """One history per job ``(optimizer, learning rate, checkpoint dir, label)``, all at ``seed``: one after
-    another with ``model.fit`` (``trainer: fit``) or all at once in one compiled program (``fused``)."""
+def train_group(p: dict, ds: _data.Dataset, jobs: list[tuple], epochs: int) -> list[pd.DataFrame]:
+    """One history per job ``(optimizer, learning rate, checkpoint dir, label, seed)``: one after another with
+    ``model.fit`` (``trainer: fit``) or all at once in one compiled program (``fused``: every optimizer and
+    seed of the group stacked, :mod:`repro.ml.fused`)."""
     if not jobs:
         return []
-    build = lambda opt, lr: build_model(p, ds.input_shape, ds.num_classes, opt, lr, seed)  # noqa: E731
+    build = lambda opt, lr, seed: build_model(p, ds.input_shape, ds.num_classes, opt, lr, seed)  # noqa: E731
     if p.get("trainer", "fit") == "fused":
         from repro.ml import fused
 
-        one_lr = len({lr for _, lr, _, _ in jobs}) == 1
-        return fused.fit_many([build(opt, lr) for opt, lr, _, _ in jobs], ds, epochs=epochs,
-                              batch_size=p["batch_size"], seed=seed, steps_per_execution=p["steps_per_execution"],
-                              checkpoint_dirs=[ckpt for _, _, ckpt, _ in jobs],
-                              labels=[opt if one_lr else f"{opt}@{lr:g}" for opt, lr, _, _ in jobs],
-                              log_prefix=f"[{jobs[0][3].split(' ')[0]} seed={seed}, {len(jobs)} models fused] ")
-    return [training.fit(build(opt, lr), ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
-                         checkpoint_dir=ckpt, log_prefix=f"[{label}] ") for opt, lr, ckpt, label in jobs]
+        one_lr, seeds = len({j[1] for j in jobs}) == 1, sorted({j[4] for j in jobs})
+        labels = [(opt if one_lr else f"{opt}@{lr:g}") + (f"/{seed}" if len(seeds) > 1 else "")
+                  for opt, lr, _, _, seed in jobs]
+        return fused.fit_many([build(opt, lr, seed) for opt, lr, _, _, seed in jobs], ds, epochs=epochs,
+                              batch_size=p["batch_size"], seed=[j[4] for j in jobs],
+                              steps_per_execution=p["steps_per_execution"],
+                              checkpoint_dirs=[j[2] for j in jobs], labels=labels,
+                              log_prefix=f"[{jobs[0][3].split(' ')[0]} seed{'s' * (len(seeds) > 1)}="
+                                         f"{','.join(map(str, seeds))}, {len(jobs)} models fused] ")
+    return [training.fit(build(opt, lr, seed), ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
+                         checkpoint_dir=ckpt, log_prefix=f"[{label}] ") for opt, lr, ckpt, label, seed in jobs]
 
 
 def tune(p: dict, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
     """Learning-rate search per optimizer on the validation split; one row per (optimizer, lr)."""
     val_ds = validation_split(ds, p["validation_fraction"], p["seeds"][0])
     seed = p["seeds"][0]
-    jobs = [(opt, lr, ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}")
+    jobs = [(opt, lr, ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}", seed)
             for opt in p["optimizers"] for lr in p["lr_grid"]]
     rows = []
-    for (opt, lr, _, _), hist in zip(jobs, train_group(p, val_ds, jobs, seed, p["tune_epochs"])):
+    for (opt, lr, _, _, _), hist in zip(jobs, train_group(p, val_ds, jobs, p["tune_epochs"])):
         last = hist.iloc[-1]
         rows.append({"optimizer": opt, "learning_rate": lr, "val_accuracy": float(last["test_accuracy"]),
                      "val_loss": float(last["test_loss"]), "train_accuracy": float(last["accuracy"])})
@@ -92,13 +96,13 @@ def train_all(p: dict, ds: _data.Dataset, plan: list[tuple[str, dict]], ckpt_roo
     together: dict[tuple, int] = {}
     fused = p.get("trainer", "fit") == "fused"
     for variant, lrs in plan:
+        # a tuned lr equal to the shared one is the same (deterministic) run: trained once
+        jobs = [(opt, lrs[opt], ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}", seed)
+                for seed in p["seeds"] for opt in p["optimizers"] if (opt, lrs[opt], seed) not in done]
+        for (opt, lr, _, _, seed), hist in zip(jobs, train_group(p, ds, jobs, p["epochs"])):
+            done[(opt, lr, seed)] = hist
+            together[(opt, lr, seed)] = len(jobs) if fused else 1
         for seed in p["seeds"]:
-            # a tuned lr equal to the shared one is the same (deterministic) run: trained once
-            jobs = [(opt, lrs[opt], ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}")
-                    for opt in p["optimizers"] if (opt, lrs[opt], seed) not in done]
-            for (opt, lr, _, _), hist in zip(jobs, train_group(p, ds, jobs, seed, p["epochs"])):
-                done[(opt, lr, seed)] = hist
-                together[(opt, lr, seed)] = len(jobs) if fused else 1
             for opt in p["optimizers"]:
                 key = (opt, lrs[opt], seed)
                 frames.append(done[key].assign(variant=variant, optimizer=opt, seed=seed, learning_rate=lrs[opt],

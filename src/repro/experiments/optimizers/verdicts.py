@@ -85,7 +85,7 @@ def measurements(summary: pd.DataFrame, params: dict, dataset: dict) -> dict[str
         gate=gate, runs=runs)
     hours = float(s["train_time_s"].mean()) / 3600
     together = int(s["trained_together"].max()) if "trained_together" in s else 1
-    shared_time = f" (the wall time of {together} optimizers trained together)" if together > 1 else ""
+    shared_time = f" (the wall time of {together} models trained together)" if together > 1 else ""
     out["hours_per_optimizer"] = _claims.Measured(ours=f"{hours:.2f} h{shared_time}", value=hours, gate=NO_HARDWARE,
                                                   runs=runs)
     return out
