@@ -1,126 +1,328 @@
 #!/usr/bin/env bash
-# The GPU campaign: the paper-scale runs of mnist_cnn, optimizers and cost_study on one GPU machine
-# (one H100, 16 cores, Python 3.12 with JAX but no TensorFlow, no package registry, <= 64 MiB carried,
-# <= 10 min per command), run through Keras 3's JAX backend, brought back into published/gpu-h100/.
+# The GPU campaign: the paper-scale runs of optimizers, cost_study and mnist_cnn in ONE call on a lent GPU
+# machine (one H100 or H200, 16 cores, Python 3.12 with JAX but no TensorFlow, no package registry,
+# <= 64 MiB carried with the tree, <= 10 min per command), through Keras 3's JAX backend.
 #
 #   tools/gpu_campaign.sh prepare          here: .carry/ = wheels for Python 3.12 that the GPU machine
 #                                          lacks + Fashion-MNIST's idx files (the optimizers' stand-in);
-#                                          prints its size (must stay under 64 MiB)
-#   tools/gpu_campaign.sh step NAME        on the GPU machine (device tool: carry .carry, command
-#                                          `tools/gpu_campaign.sh step NAME`): one step of STEPS below in
-#                                          under 10 min; the finished run is packed into $OUT/NAME.tar.gz,
-#                                          an unfinished one's checkpoints into $OUT/NAME-state.tar.gz
-#                                          (unpack that into .carry/state here and run the step again)
-#   tools/gpu_campaign.sh collect TAR...   here: unpack finished runs into published/gpu-h100/, render their
-#                                          notebooks against the stored results, build that book
-#   tools/gpu_campaign.sh --rehearse [DIR] here, no GPU: every step under JAX on the CPU with the tiny
-#                                          `rehearse` profiles, collected into DIR (default: a temp dir)
-#                                          laid out like published/, and its book rendered
+#                                          says the tree's and .carry's sizes (together <= 63 of the 64 MiB)
+#   tools/gpu_campaign.sh run              on the GPU machine (device tool: carry .carry, timeout 600 s):
+#                                          a probe, then optimizers, cost, mnist (STEPS), work ending
+#                                          DEADLINE_S (480) s after the start. Into $OUT: campaign.log,
+#                                          probe.json, gpu.csv, each finished run as <step>.tar.gz as it
+#                                          finishes, a run cut at the deadline as <step>-state.tar.gz
+#                                          (its checkpoints and the JAX compilation cache). Exit 0: all
+#                                          finished; 3: not all (cut, skipped or failed: campaign.log says)
+#   tools/gpu_campaign.sh resume TAR...    here, before a second call: .carry/state becomes what an earlier
+#                                          call's tarballs hold ($OUT/*.tar.gz; the checkpoints go under
+#                                          .carry/state/results, the call's REPRO_RESULTS): the second
+#                                          `run` resumes the cut run and skips the finished ones
+#   tools/gpu_campaign.sh collect TAR...   here: finished runs into published/gpu-<model>/ (the GPU their
+#                                          provenance records: gpu-h100, gpu-h200; PUBLISHED=DIR for
+#                                          another root), their notebooks rendered against the stored
+#                                          results, that book built
+#   tools/gpu_campaign.sh --rehearse [DIR] here, no GPU: `run` as the GPU machine runs it (pyenv's Python
+#                                          3.12 with the GPU image's packages in a venv cached under
+#                                          ~/.cache/repro, only .carry's wheels, TensorFlow and PyTorch
+#                                          blocked) on the tiny `rehearse` profiles, cut after one epoch,
+#                                          `resume`d, run again, collected into DIR (default: a temp dir)
+#   tools/gpu_campaign.sh rehearse-env     here: create (or find) the rehearsal's venv; prints its python
+#
+# Environment: PYTHON (the interpreter; default .venv's here, python3 on the GPU machine), STEPS,
+# STEP_PROFILE (gpu-h100), DEADLINE_S, OUT (the device tool sets it), REHEARSE_WORK (the rehearsal's calls).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+SELF=$ROOT/tools/gpu_campaign.sh
 CARRY=${CARRY:-$ROOT/.carry}
-PY=${PYTHON:-python3}
-STEPS=${STEPS:-"mnist optimizers cost"}
-PROFILE=gpu-h100
-STEP_LIMIT_S=${STEP_LIMIT_S:-540}            # under the device tool's 10 minutes, with room to pack
+STATE=${STATE:-$CARRY/state}                 # REPRO_RESULTS=$STATE/results, the JAX cache in $STATE/jax-cache
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON; elif [ -x "$ROOT/.venv/bin/python" ]; then PY=$ROOT/.venv/bin/python; else PY=python3; fi
+STEPS=${STEPS:-"optimizers cost mnist"}
+PROFILE=${STEP_PROFILE:-gpu-h100}
+DEADLINE_S=${DEADLINE_S:-480}                # work ends this long after the start (the lent machine: 15 min in all)
+STOP_MARGIN_S=${STOP_MARGIN_S:-15}           # REPRO_DEADLINE this much earlier: a cut run's checkpoints are written
+MIN_STEP_S=${MIN_STEP_S:-20}                 # a step with less time left is skipped
+PROBE_S=${PROBE_S:-75}                       # the probe compiles the optimizers' program (41 s on an H200): the step loads it from the JAX cache
+PROBE_ARGS=${PROBE_ARGS:-}                   # the probe's training and test images (default: the optimizers' 50,000 and 10,000)
+CARRY_MAX_MIB=63                             # the device tool carries <= 64 MiB, tree and .carry together
+CACHE_MAX_MIB=${CACHE_MAX_MIB:-5}            # a larger JAX cache is left out of the state tarball (<= 16 MiB)
+T0=$(date +%s)
 # what the GPU machine's image lacks (its own numpy, pandas, scipy, matplotlib, seaborn, psutil, pyyaml,
 # jax stay); versions pinned to what this checkout is tested with
 WHEELS="keras==3.15.1 namex==0.1.0 optree==0.20.0 mlxtend==0.25.0"
+# what the GPU machine's image has and the campaign uses: the rehearsal's venv gets these
+GPU_IMAGE="jax==0.11.2 jaxlib==0.11.2 numpy==2.5.2 pandas==3.1.1 scipy==1.18.1 matplotlib==3.11.2 seaborn==0.13.2
+  psutil==7.2.2 PyYAML==6.0.4 absl-py==2.5.1 rich==15.0.0 h5py==3.16.0 ml_dtypes==0.6.0 packaging==26.4
+  typing_extensions==4.16.0 scikit-learn==1.9.1 joblib==1.6.0"
+
+say() { echo "gpu_campaign +$(($(date +%s) - T0))s: $*"; }
+die() { echo "gpu_campaign: $*" >&2; exit 1; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 experiment_of() {
   case "$1" in
     mnist) echo mnist_cnn ;; optimizers) echo optimizers ;; cost) echo cost_study ;;
-    *) echo "gpu_campaign: unknown step '$1'; steps: $STEPS" >&2; exit 2 ;;
+    *) die "unknown step '$1'; steps: optimizers cost mnist (and bench)" ;;
   esac
 }
 
+# --- here: what the call carries -------------------------------------------------------------------
+
 prepare() {
-  mkdir -p "$CARRY/wheels" "$CARRY/datasets/fashion-mnist" "$CARRY/state"
+  prepare_wheels
+  local src
+  mkdir -p "$CARRY/datasets/fashion-mnist" "$STATE"
+  src=$("$PY" -c "from repro.ml import data; print(data.fashion_dir() or '')")
+  [ -n "$src" ] || die "Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)"
+  cp "$src"/*.gz "$CARRY/datasets/fashion-mnist/"
+  carry_check
+}
+
+prepare_wheels() {
+  local exclude
+  mkdir -p "$CARRY/wheels"
   exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || true)  # .carry travels but is never committed
   if [ -n "$exclude" ]; then mkdir -p "$(dirname "$exclude")"; grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"; fi
   # shellcheck disable=SC2086
   "$PY" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d "$CARRY/wheels" $WHEELS
-  src=$("$PY" -c "from repro.ml import data; print(data.fashion_dir() or '')")
-  [ -n "$src" ] || { echo "gpu_campaign: Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
-  cp "$src"/*.gz "$CARRY/datasets/fashion-mnist/"
-  du -sh "$CARRY"
-  size=$(du -sm "$CARRY" | cut -f1)
-  [ "$size" -lt 60 ] || { echo "gpu_campaign: .carry is ${size} MiB; the device tool carries at most 64" >&2; exit 1; }
 }
 
-gpu_env() {  # on the GPU machine: the carried wheels beside its own packages, JAX, the carried data
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$CARRY"/wheels/*.whl
-  export PYTHONPATH="$ROOT/src:/tmp/site" KERAS_BACKEND=jax REPRO_OFFLINE_DIRS="$CARRY/datasets"
-  export REPRO_RESULTS="$CARRY/state/results" PYTHONUNBUFFERED=1
+carry_check() {  # the call carries the tree (tracked, and untracked files git does not ignore) and .carry
+  local tree carry over=${1:-die}
+  tree=$(git ls-files -z --cached --others --exclude-standard | { du --files0-from=- -cb 2>/dev/null || true; } | tail -1 | cut -f1)
+  carry=$(du -sb "$CARRY" | cut -f1)
+  case "$STATE/" in "$CARRY"/*) ;; *) carry=$((carry + $(du -sb "$STATE" | cut -f1))) ;; esac  # a rehearsal's
+  say "carried: tree $(mib "$tree") MiB + .carry $(mib "$carry") MiB = $(mib $((tree + carry))) MiB" \
+      "(the device tool's limit: 64 MiB; kept under $CARRY_MAX_MIB)"
+  [ $((tree + carry)) -le $((CARRY_MAX_MIB * 1048576)) ] && return 0
+  [ "$over" = die ] && die "too much to carry: shrink .carry or the tree"
+  return 1
 }
 
-step() {
-  local name=$1 exp out=${OUT:?step runs on the device machine, where \$OUT is set}
-  [ "$name" = bench ] || exp=$(experiment_of "$name")
+resume() {  # .carry/state becomes what the tarballs hold: checkpoints, the JAX cache, finished runs
+  local tarball first
+  rm -rf "$STATE/results" "$STATE/jax-cache"
+  mkdir -p "$STATE/results"
+  for tarball in "$@"; do
+    first=$(tar -tzf "$tarball" | sed -n 1p)
+    case "$first" in  # a state tarball holds results/... and jax-cache/ (relative to the state dir),
+      results/*|jax-cache/*) tar -xzf "$tarball" -C "$STATE"; say "resume: $tarball: a cut run's state" ;;
+      *) tar -xzf "$tarball" -C "$STATE/results"  # a finished run, <profile>/<experiment>/<run>/
+         first=$(echo "$first" | cut -d/ -f1-3)
+         echo "${first##*/}" > "$STATE/results/${first%/*}/LATEST"  # the next call skips it
+         say "resume: $tarball: finished ($first)" ;;
+    esac
+  done
+  [ -d "$STATE/jax-cache" ] && say "JAX compilation cache: $(mib "$(du -sb "$STATE/jax-cache" | cut -f1)") MiB"
+  carry_check ask && return 0
+  [ -d "$STATE/jax-cache" ] || die "too much to carry: shrink .carry or the tree"
+  rm -rf "$STATE/jax-cache"
+  say "the JAX cache left out (the next call compiles again)"
+  carry_check
+}
+
+# --- on the GPU machine ----------------------------------------------------------------------------
+
+gpu_env() {  # the carried wheels beside the machine's own packages, Keras on JAX, the carried data
+  local site=${SITE:-/tmp/site} whl
+  mkdir -p "$site"
+  if [ "${INSTALL_WHEELS:-1}" != 1 ]; then
+    say "wheels not installed (INSTALL_WHEELS=${INSTALL_WHEELS}): $PY's own packages"
+  elif [ "${WHEEL_INSTALL:-pip}" = pip ] && "$PY" -m pip --version >/dev/null 2>&1; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
+      "$CARRY"/wheels/*.whl
+  else
+    if [ "${WHEEL_INSTALL:-pip}" = pip ]; then say "no pip in $PY: the wheels unzipped into $site"
+    else say "the wheels unzipped into $site (WHEEL_INSTALL=$WHEEL_INSTALL)"; fi
+    for whl in "$CARRY"/wheels/*.whl; do "$PY" -m zipfile -e "$whl" "$site"; done
+  fi
+  mkdir -p "$STATE/results" "$STATE/jax-cache"
+  export PYTHONPATH="$ROOT/src:$site${PYTHONPATH:+:$PYTHONPATH}" KERAS_BACKEND=jax
+  export REPRO_OFFLINE_DIRS="$CARRY/datasets" REPRO_RESULTS="$STATE/results" PYTHONUNBUFFERED=1
+  export JAX_COMPILATION_CACHE_DIR="$STATE/jax-cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.5
+}
+
+left() { echo $((T0 + DEADLINE_S - $(date +%s))); }
+
+run() {  # the campaign, logged into $OUT/campaign.log; exit 0: every step finished, 3: not every step
+  local out=${OUT:?run is for the device machine, where \$OUT is set} rc=0
+  mkdir -p "$out"
+  campaign "$out" 2>&1 | tee -a "$out/campaign.log" || rc=$?
+  return "$rc"
+}
+
+campaign() {
+  local out=$1 name smi="" unfinished=""
+  export REPRO_DEADLINE=$((T0 + DEADLINE_S - STOP_MARGIN_S))
+  say "campaign $PROFILE: $STEPS; work ends at $(date -u -d "@$((T0 + DEADLINE_S))" +%H:%M:%S) UTC" \
+      "(DEADLINE_S=$DEADLINE_S); $PY $("$PY" -c 'import platform; print(platform.python_version())')"
   gpu_env
-  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 5 > "$out/$name-gpu.csv" 2>/dev/null &
-  local smi=$!
-  if [ "$name" = bench ]; then
-    { timeout 240 "$PY" benchmarks/training_overhead.py --dataset fashion_mnist --out "$out" || true
-      timeout 300 "$PY" benchmarks/fused_training.py --dataset fashion_mnist_rgb32 --n-train 50000 --out "$out" || true
-    } 2>&1 | tee "$out/bench.log"
-  else
-    timeout "$STEP_LIMIT_S" "$PY" -m repro.cli measure "$exp" --profile "${STEP_PROFILE:-$PROFILE}" \
-      2>&1 | tee "$out/$name.log" || true
-    pack "$name" "$exp" "$out"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L || true
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 2 > "$out/gpu.csv" 2>/dev/null &
+    smi=$!
   fi
-  kill "$smi" 2>/dev/null || true
-  return 0
-}
-
-pack() {  # the finished run, else what a rerun resumes from
-  local name=$1 exp=$2 out=$3 base="$REPRO_RESULTS/${STEP_PROFILE:-$PROFILE}/$exp" run
-  run=$(cat "$base/LATEST" 2>/dev/null || true)
-  if [ -n "$run" ] && [ -f "$base/$run/provenance.json" ]; then
-    tar -czf "$out/$name.tar.gz" -C "$REPRO_RESULTS" "${STEP_PROFILE:-$PROFILE}/$exp/$run"
-    echo "gpu_campaign: $name finished: $out/$name.tar.gz"
-  elif [ -d "$base/.checkpoints" ]; then
-    tar -czf "$out/$name-state.tar.gz" -C "$REPRO_RESULTS" "${STEP_PROFILE:-$PROFILE}/$exp/.checkpoints"
-    echo "gpu_campaign: $name not finished in ${STEP_LIMIT_S} s; checkpoints in $out/$name-state.tar.gz"
-  else
-    echo "gpu_campaign: $name left nothing to keep (see $out/$name.log)" >&2
-  fi
-}
-
-collect() {  # $1: the published-like root; the rest: tarballs of finished runs
-  local dest=$1; shift
-  for tarball in "$@"; do tar -xzf "$tarball" -C "$dest"; done
-  for dir in "$dest"/*/*/; do  # <profile>/<experiment>/: LATEST names the newest run
-    latest=$(ls -1 "$dir" | grep -v '^\.' | grep -v LATEST | sort | tail -1)
-    [ -n "$latest" ] && echo "$latest" > "$dir/LATEST"
-  done
-  "$PY" -m repro.cli render --published "${STEP_PROFILE:-$PROFILE}" --published-dir "$dest"
-  "$PY" -m repro.cli book --published-dir "$dest" --profile "${STEP_PROFILE:-$PROFILE}" --partial
-}
-
-rehearse() {  # every step on this CPU under JAX with the tiny profiles, into a published-like dir
-  local dest=${1:-$(mktemp -d)} work
-  work=$(mktemp -d)
-  export KERAS_BACKEND=jax REPRO_RESULTS="$work/results" STEP_PROFILE=rehearse PYTHONUNBUFFERED=1
+  probe "$out"
   for name in $STEPS; do
-    exp=$(experiment_of "$name")
-    "$PY" -m repro.cli measure "$exp" --profile rehearse
-    run=$(cat "$REPRO_RESULTS/rehearse/$exp/LATEST")
-    tar -czf "$work/$name.tar.gz" -C "$REPRO_RESULTS" "rehearse/$exp/$run"
+    if [ "$name" = bench ]; then bench "$out"; else campaign_step "$name" "$out" || unfinished+=" $name"; fi
   done
+  [ -z "$smi" ] || kill "$smi" 2>/dev/null || true
+  if [ -n "$unfinished" ]; then say "unfinished:$unfinished"; return 3; fi
+  say "every step finished"
+}
+
+probe() {  # devices, compile time, images/s of the optimizers' fused program: into $OUT first
+  local t rc=0
+  t=$(left); [ "$t" -lt "$PROBE_S" ] || t=$PROBE_S
+  [ "$t" -gt 0 ] || { say "probe: skipped, no time left"; return 0; }
+  # shellcheck disable=SC2086
+  env -u REPRO_STOP_AFTER_EPOCHS -u REPRO_DEADLINE timeout -s INT -k 10 "$t" "$PY" -m repro.ml.fused probe "$1/probe.json" \
+    $PROBE_ARGS || rc=$?  # not a checkpointed run: the timeout bounds it
+  [ "$rc" = 0 ] || say "probe: exit $rc (the campaign goes on)"
+}
+
+finished_run() {  # the finished run LATEST names in $1, else nothing
+  local run
+  run=$(cat "$1/LATEST" 2>/dev/null || true)
+  if [ -n "$run" ] && [ -f "$1/$run/provenance.json" ]; then echo "$run"; fi
+}
+
+campaign_step() {  # one step under the time left; its finished run, else its state, packed into $2
+  local name=$1 out=$2 exp base t run rc=0 t_start
+  exp=$(experiment_of "$name")
+  base=$REPRO_RESULTS/$PROFILE/$exp
+  run=$(finished_run "$base")
+  if [ -n "$run" ]; then say "$name: finished by an earlier call ($run): skipped"; return 0; fi
+  t=$(left)
+  if [ "$t" -lt "$MIN_STEP_S" ]; then say "$name: skipped, ${t} s left"; return 1; fi
+  if [ -d "$base/.checkpoints" ]; then say "$name: resuming from the checkpoints in $base/.checkpoints"; fi
+  say "$name: repro measure $exp --profile $PROFILE (${t} s left)"
+  t_start=$(date +%s)
+  timeout -s INT -k 20 "$t" "$PY" -m repro.cli measure "$exp" --profile "$PROFILE" || rc=$?
+  run=$(finished_run "$base")
+  if [ -n "$run" ]; then
+    tar -czf "$out/$name.tar.gz" -C "$REPRO_RESULTS" "$PROFILE/$exp/$run"
+    say "$name: finished in $(($(date +%s) - t_start)) s: $out/$name.tar.gz"
+    return 0
+  fi
+  case "$rc" in
+    3) say "$name: stopped at the deadline" ;; 124|137) say "$name: interrupted at the deadline (exit $rc)" ;;
+    *) say "$name: failed (exit $rc)" ;;
+  esac
+  pack_state "$name" "$exp" "$out"
+  return 1
+}
+
+pack_state() {  # what a second call resumes from, relative to $STATE (see resume)
+  local name=$1 exp=$2 out=$3 cache what="checkpoints"
+  if [ ! -d "$REPRO_RESULTS/$PROFILE/$exp/.checkpoints" ]; then say "$name: no checkpoints to keep"; return 0; fi
+  local keep=("results/$PROFILE/$exp/.checkpoints")
+  cache=$(du -sb "$STATE/jax-cache" | cut -f1)
+  if [ "$cache" -le $((CACHE_MAX_MIB * 1048576)) ]; then keep+=(jax-cache); what+=", JAX cache $(mib "$cache") MiB"
+  else what+=", not the JAX cache ($(mib "$cache") MiB > $CACHE_MAX_MIB)"; fi
+  tar -czf "$out/$name-state.tar.gz" -C "$STATE" "${keep[@]}"
+  say "$name: state ($what) in $out/$name-state.tar.gz, $(mib "$(stat -c %s "$out/$name-state.tar.gz")") MiB:" \
+      "\`tools/gpu_campaign.sh resume\` it here"
+}
+
+bench() {  # optional (STEPS=bench): the two benchmarks' JSON into $OUT
+  local t
+  t=$(left); [ "$t" -ge "$MIN_STEP_S" ] || { say "bench: skipped, ${t} s left"; return 0; }
+  timeout -s INT -k 10 "$t" "$PY" benchmarks/training_overhead.py --dataset fashion_mnist --out "$1" || true
+  t=$(left); [ "$t" -ge "$MIN_STEP_S" ] || { say "bench: fused_training skipped, ${t} s left"; return 0; }
+  timeout -s INT -k 10 "$t" "$PY" benchmarks/fused_training.py --dataset fashion_mnist_rgb32 --n-train 50000 --out "$1" || true
+}
+
+# --- here: publishing -----------------------------------------------------------------------------
+
+collect() {  # $1: the published-like root; the rest: tarballs of finished runs (state tarballs are skipped)
+  local dest=$1 tmp tarball run exp name names=""
+  shift
+  tmp=$(mktemp -d)
+  for tarball in "$@"; do
+    case "$tarball" in *-state.tar.gz) say "collect: $tarball is a cut run's state: skipped" ;;
+      *) tar -xzf "$tarball" -C "$tmp" ;; esac
+  done
+  for run in "$tmp"/*/*/*/; do  # <profile>/<experiment>/<run>/
+    [ -f "$run/provenance.json" ] || continue
+    exp=$(basename "$(dirname "$run")")
+    name=$("$PY" -c 'import sys; from repro.core import provenance, results
+print(provenance.published_name(results.read_provenance(sys.argv[1])))' "$run")
+    rm -rf "${dest:?}/$name/$exp"  # one published run per experiment and machine, as `repro publish`
+    mkdir -p "$dest/$name/$exp"
+    mv "$run" "$dest/$name/$exp/"
+    basename "$run" > "$dest/$name/$exp/LATEST"
+    say "collect: $exp -> $dest/$name/$exp/$(basename "$run")"
+    case " $names " in *" $name "*) ;; *) names+=" $name" ;; esac
+  done
+  rm -rf "$tmp"
+  [ -n "$names" ] || die "collect: no finished run in $*"
+  for name in $names; do
+    "$PY" -m repro.cli render --published "$name" --published-dir "$dest"
+    "$PY" -m repro.cli book --published-dir "$dest" --profile "$name" --partial
+  done
+}
+
+# --- here: the rehearsal ---------------------------------------------------------------------------
+
+rehearse_python() {  # the GPU machine's stack: pyenv's Python 3.12 and the image's packages, in a cached venv
+  local base venv
+  base=$(find "${PYENV_ROOT:-$HOME/.pyenv}/versions" -maxdepth 3 -path '*/3.12*/bin/python' 2>/dev/null | sort -V | tail -1)
+  if [ -z "$base" ]; then
+    say "no Python 3.12 under ~/.pyenv: rehearsing with $PY ($("$PY" -V 2>&1)) and its own packages, not .carry's wheels" >&2
+    echo "$PY"
+    return 0
+  fi
+  venv=$HOME/.cache/repro/gpu-rehearse-$("$base" -c 'import platform; print(platform.python_version())')-$(echo "$GPU_IMAGE" | md5sum | cut -c1-8)
+  if [ ! -f "$venv/.complete" ]; then
+    say "creating $venv (the GPU image's packages, from the package index)" >&2
+    rm -rf "$venv"
+    "$base" -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check $GPU_IMAGE >&2
+    touch "$venv/.complete"
+  fi
+  echo "$venv/bin/python"
+}
+
+rehearse() {  # `run` twice as on the GPU machine (cut after one epoch, then resumed), collected into $1
+  local dest=${1:-} work py wheels=1 rc=0
+  [ -n "$dest" ] || dest=$(mktemp -d)
+  work=${REHEARSE_WORK:-$(mktemp -d)}
+  rm -rf "$work/state" "$work/call1" "$work/call2" "$work/site1" "$work/site2"
+  mkdir -p "$work/block"
+  py=$(rehearse_python)
+  [ "$py" != "$PY" ] || wheels=0
+  [ "$wheels" = 0 ] || ls "$CARRY"/wheels/keras-*.whl >/dev/null 2>&1 || prepare_wheels
+  cat > "$work/block/sitecustomize.py" <<'EOF'
+import sys
+class _Block:  # a JAX-only machine, as the GPU machine is
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "torch"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a JAX-only machine)")
+sys.meta_path.insert(0, _Block())
+EOF
+  export PYTHONPATH="$work/block${PYTHONPATH:+:$PYTHONPATH}" STATE="$work/state" STEP_PROFILE=rehearse
+  export INSTALL_WHEELS=$wheels DEADLINE_S=${REHEARSE_DEADLINE_S:-600} PROBE_ARGS=${PROBE_ARGS:-"96 32"}
+  say "rehearsal: call 1 (cut after one epoch) into $work/call1"
+  PYTHON=$py OUT=$work/call1 SITE=$work/site1 REPRO_STOP_AFTER_EPOCHS=1 "$SELF" run || rc=$?
+  [ "$rc" = 3 ] || die "rehearsal: call 1 should leave an unfinished step (exit 3), exit $rc"
+  "$SELF" resume "$work"/call1/*.tar.gz
+  say "rehearsal: call 2 (resumed$([ "$wheels" = 0 ] || echo '; the wheels unzipped, as without pip')) into $work/call2"
+  PYTHON=$py OUT=$work/call2 SITE=$work/site2 WHEEL_INSTALL=unzip "$SELF" run
   mkdir -p "$dest"
-  collect "$dest" "$work"/*.tar.gz
-  echo "gpu_campaign: rehearsal published under $dest"
+  collect "$dest" "$work"/call1/*.tar.gz "$work"/call2/*.tar.gz
+  say "rehearsal published under $dest (its calls: $work)"
 }
 
 case "${1:-}" in
   prepare) prepare ;;
-  step) step "${2:?step NAME: one of $STEPS}" ;;
-  collect) shift; dest="$ROOT/published"; collect "$dest" "$@" ;;
+  run) run ;;
+  resume) shift; [ $# -gt 0 ] || die "resume TAR...: an earlier call's \$OUT/*.tar.gz"; resume "$@" ;;
+  collect) shift; collect "${PUBLISHED:-$ROOT/published}" "$@" ;;
+  rehearse-env) rehearse_python ;;
   --rehearse) shift; rehearse "${1:-}" ;;
-  *) sed -n '2,21p' "$0"; exit 2 ;;
+  *) sed -n '2,32p' "$0"; exit 2 ;;
 esac

@@ -1,5 +1,10 @@
-"""The GPU campaign's rehearsal: every step under JAX on this CPU, on a JAX-only machine, collected,
-rendered, built as a book; and what each step's run must hold for the campaign to be worth running.
+"""The GPU campaign's rehearsal: the GPU machine's exact path (``tools/gpu_campaign.sh run`` in pyenv's
+Python 3.12 with the GPU image's packages and only ``.carry``'s wheels, installed by ``gpu_env``) on the
+tiny ``rehearse`` profiles, in two calls: the first cut after one epoch of the optimizers
+(``REPRO_STOP_AFTER_EPOCHS=1``), the second resumed from the state tarball the first left
+(``tools/gpu_campaign.sh resume``); then collected here, rendered, built as a book; and what each step's
+run must hold for the campaign to be worth running. About 2.5 min here (2 cores; the first time 30 s
+more for the venv, cached under ~/.cache/repro, from the package index).
 
 The rehearsal runs with ``tensorflow`` and ``torch`` unimportable in every process it starts (a
 ``sitecustomize`` on ``PYTHONPATH``), as on the lent GPU machine: any TensorFlow-only path of an
@@ -8,7 +13,9 @@ lazily where it is installed (seeding, serialization); with it blocked, Keras do
 """
 
 import json
+import os
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,13 +27,20 @@ STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study"}
 
 
 @pytest.fixture(scope="module")
-def rehearsal(jax_only_env, tmp_path_factory) -> Path:
-    """``tools/gpu_campaign.sh --rehearse`` into a temporary published-like dir, TensorFlow and PyTorch blocked."""
+def rehearsed(jax_only_env, tmp_path_factory) -> tuple[Path, Path, str]:
+    """``tools/gpu_campaign.sh --rehearse`` into a temporary published-like dir, TensorFlow and PyTorch
+    blocked: (its ``rehearse`` profile dir, the dir of its two calls, its output)."""
     tmp = tmp_path_factory.mktemp("rehearsal")
+    env = {**jax_only_env, "REHEARSE_WORK": str(tmp / "work")}
     out = subprocess.run([str(paths.project_root() / "tools" / "gpu_campaign.sh"), "--rehearse", str(tmp / "pub")],
-                         check=False, env=jax_only_env, capture_output=True, text=True, timeout=1200)
+                         check=False, env=env, capture_output=True, text=True, timeout=1500)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
-    return tmp / "pub" / "rehearse"
+    return tmp / "pub" / "rehearse", tmp / "work", out.stdout + out.stderr
+
+
+@pytest.fixture(scope="module")
+def rehearsal(rehearsed) -> Path:
+    return rehearsed[0]
 
 
 def _run(pub: Path, exp: str) -> harness.Result:
@@ -38,6 +52,41 @@ def _stamped(fig, label: str) -> bool:
     fig = getattr(fig, "figure", fig)
     sup = getattr(fig, "_suptitle", None)
     return label in " | ".join([sup.get_text() if sup else ""] + [ax.get_title() for ax in fig.axes])
+
+
+@pytest.mark.slow
+def test_rehearsal_is_cut_then_resumed_on_the_gpu_machines_path(rehearsed):
+    _, work, _ = rehearsed
+    call1, call2 = work / "call1", work / "call2"
+    log1, log2 = (call1 / "campaign.log").read_text(), (call2 / "campaign.log").read_text()
+    # the first call: the probe first, the optimizers cut after one epoch (their state packed), the rest finished
+    assert (call1 / "probe.json").is_file() and json.loads((call1 / "probe.json").read_text())["models"] == 14
+    assert log1.index("probe:") < log1.index("optimizers: repro measure")
+    assert "optimizers: stopped at the deadline" in log1 and "unfinished: optimizers" in log1
+    assert sorted(p.name for p in call1.glob("*.tar.gz")) == ["cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz"]
+    with tarfile.open(call1 / "optimizers-state.tar.gz") as t:
+        names = t.getnames()
+    assert any(n.startswith("results/rehearse/optimizers/.checkpoints/") for n in names)
+    assert any(n.startswith("jax-cache/") for n in names)  # the second call skips compiling
+    assert len(list(call1.iterdir())) <= 8  # what the device tool brings back
+    # the second call, after `resume`: the optimizers continue after epoch 1; the finished steps are skipped
+    assert "resuming" in log2 and "after epoch 1" in log2 and "every step finished" in log2
+    assert "cost: finished by an earlier call" in log2 and "mnist: finished by an earlier call" in log2
+    assert sorted(p.name for p in call2.glob("*.tar.gz")) == ["optimizers.tar.gz"]
+    h = _run(rehearsed[0], "optimizers")["history"]
+    assert sorted(h["epoch"].unique()) == [1, 2] and len(h) == 2 * 14  # both epochs, every model, once
+
+
+@pytest.mark.slow
+def test_rehearsal_ran_in_the_gpu_machines_python_with_only_the_carried_wheels(rehearsed, need):
+    _, work, output = rehearsed
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    need("pyenv's Python 3.12 (the GPU machine's)", bool(list(pyenv.glob("versions/3.12*/bin/python"))),
+         "pyenv install 3.12; without it the rehearsal runs in this Python, with its own packages")
+    log1, log2 = (work / "call1" / "campaign.log").read_text(), (work / "call2" / "campaign.log").read_text()
+    assert " 3.12." in log1.splitlines()[0] and "no Python 3.12" not in output
+    assert (work / "site1" / "keras").is_dir()  # call 1: pip installed the wheels; call 2: as without pip
+    assert "the wheels unzipped" in log2 and (work / "site2" / "keras").is_dir()
 
 
 @pytest.mark.slow
@@ -64,8 +113,8 @@ def test_rehearsed_mnist_and_optimizers_learn_under_jax(rehearsal):
     opt = _run(rehearsal, "optimizers")
     adam = opt["history"].query("variant == 'shared' and optimizer == 'adam'")
     assert adam.groupby("seed")["loss"].apply(lambda s: s.iloc[-1] < s.iloc[0]).all()
-    # the campaign's trainer: the seven optimizers of a seed in one compiled program, as on the H100
-    assert opt.provenance["trainer"]["trainer"] == "fused" and (opt["history"]["trained_together"] == 7).all()
+    # the campaign's trainer: the seven optimizers of both seeds in one compiled program, as on the H100
+    assert opt.provenance["trainer"]["trainer"] == "fused" and (opt["history"]["trained_together"] == 14).all()
     assert opt["history"].groupby(["seed", "epoch"])["epoch_time_s"].nunique().eq(1).all()  # one group wall time
     assert not (opt.run_dir.parent / ".checkpoints").exists() or not any((opt.run_dir.parent / ".checkpoints").iterdir())
     from repro.experiments.optimizers import experiment as e

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -161,6 +162,21 @@ def backend_label(record: dict | None) -> str:
         return label + (f", {dev['device']}" if dev.get("device") else "")
     except Exception:  # noqa: BLE001 - a caption must never break a figure
         return ""
+
+
+def published_name(record: dict) -> str:
+    """The directory under ``published/`` a run goes to: ``gpu-<model>`` (``gpu-h100``, ``gpu-h200``) for a
+    run made on a machine with an NVIDIA GPU, from the model its record lists (``hardware.gpus``), else
+    its profile. The book and ``repro render --published`` take that name where they take a profile."""
+    gpus = (record.get("hardware") or {}).get("gpus") or []
+    model = next((str(g["model"]) for g in gpus if isinstance(g, dict) and g.get("model")), None)
+    if not model:
+        return str(record["profile"])
+    words = [w for w in re.split(r"[\s_/-]+", model) if w and w.upper() != "NVIDIA"]
+    # the model's own name: "H100" of "NVIDIA H100 80GB HBM3", "V100" of "Tesla V100-SXM2-16GB"
+    name = next((w for w in words if re.search(r"[A-Za-z]", w) and re.search(r"\d", w)), None) or next(
+        (w for w in words if re.search(r"\d", w)), model)
+    return "gpu-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown")
 
 
 def collect(experiment: str, profile: str, params: dict) -> dict:

@@ -352,7 +352,7 @@ class _Group:
         n, n_test, k = len(data.y_train), len(data.y_test), len(self.models)
         last_save, last_s = time.perf_counter(), 0.0
         for epoch in range(start, epochs):
-            if why := training.stop_reason(last_s):
+            if any(d is not None for d in self.dirs) and (why := training.stop_reason(last_s)):
                 self.checkpoint(state)
                 raise training.DeadlineReached(f"{log_prefix}stopped after epoch {epoch} of {epochs} ({why}); "
                                                "checkpoints written")
@@ -378,16 +378,20 @@ PROBE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adagrad",
 
 def probe(out: Path, n_train: int = 50_000, n_test: int = 10_000, seeds: int = 2, steps: int = 8,
           epochs: int = 2) -> dict:
-    """The GPU campaign's first look: the JAX devices, and the optimizer comparison's fused program (the CNN
-    of its ``gpu-h100`` profile, seven optimizers x ``seeds`` stacked, batch 32, on random data of the
-    profile's sizes, so a persistent compilation cache then serves the real run): compile time (first
-    epoch minus a timed one) and images/s over all models. Writes ``out`` (JSON), prints one line."""
+    """The GPU campaign's first look: the JAX devices (written to ``out`` at once), then the optimizer
+    comparison's fused program (the CNN of its ``gpu-h100`` profile, seven optimizers x ``seeds`` stacked,
+    batch 32, on random data of that profile's sizes): compile time (first epoch minus a timed one) and
+    images/s over all models. Writes ``out`` (JSON) again, prints one line. The program is the profile's
+    own, so with a persistent compilation cache (``JAX_COMPILATION_CACHE_DIR``) the run after it loads the
+    compiled program instead of compiling it again."""
     import jax
     import keras
 
     from repro.ml import models as _models
     from repro.ml import optim
 
+    Path(out).write_text(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
+                                     "devices": [str(d) for d in jax.devices()]}, indent=1))
     rng = np.random.default_rng(0)
     data = Dataset(rng.random((n_train, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_train),
                    rng.random((n_test, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_test),

@@ -1,0 +1,167 @@
+"""``tools/gpu_campaign.sh``'s bookkeeping, fast: ``run`` with a stand-in Python whose ``repro measure``
+finishes, stops at the deadline or hangs as told (the order, the deadline, what lands in ``$OUT``, the
+wheels unzipped where there is no pip), ``resume`` (where a state tarball goes, so that a second call
+resumes), and where ``collect`` publishes a run (the GPU model in its provenance). The real path, under
+JAX with a cut and a resume, is ``tests/smoke/test_gpu_campaign_smoke.py``'s rehearsal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from repro.book import build as book
+from repro.core import paths, provenance, results
+
+SCRIPT = paths.project_root() / "tools" / "gpu_campaign.sh"
+
+# A Python whose `repro measure EXP` does what FAKE_<EXP> says (finish, cut: checkpoints + exit 3, hang:
+# checkpoints + sleep), whose probe writes its JSON, and which has no pip; anything else is the real one.
+FAKE_PYTHON = '''#!{python}
+import json, os, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+if args[:2] == ["-m", "pip"]:
+    sys.exit(1)
+if args[:3] == ["-m", "repro.ml.fused", "probe"]:
+    Path(args[3]).write_text(json.dumps({{"fake": True, "stop_after": os.environ.get("REPRO_STOP_AFTER_EPOCHS")}}))
+    print("probe: fake", flush=True)
+    sys.exit(0)
+if args[:3] == ["-m", "repro.cli", "measure"]:
+    exp, profile = args[3], args[5]
+    base = Path(os.environ["REPRO_RESULTS"]) / profile / exp
+    mode = os.environ.get("FAKE_" + exp, "finish")
+    resumed = (base / ".checkpoints").is_dir()
+    print(f"fake {{exp}}: {{mode}}" + (" (resuming)" if resumed else ""), flush=True)
+    assert float(os.environ["REPRO_DEADLINE"]) > 0 and os.environ["KERAS_BACKEND"] == "jax"
+    if mode == "finish":
+        run = base / ("run-resumed" if resumed else "run-1")
+        run.mkdir(parents=True)
+        (run / "provenance.json").write_text(json.dumps({{"status": "complete", "profile": profile}}))
+        (base / "LATEST").write_text(run.name + "\\n")
+        sys.exit(0)
+    (base / ".checkpoints" / "k").mkdir(parents=True, exist_ok=True)
+    (base / ".checkpoints" / "k" / "model.keras").write_text("weights")
+    Path(os.environ["JAX_COMPILATION_CACHE_DIR"], "jit_step-cache").write_text("compiled")
+    if mode == "hang":
+        time.sleep(120)
+    print("repro: stopped at the deadline: fake", file=sys.stderr)
+    sys.exit(3)
+os.execv(sys.executable, [sys.executable, *args])
+'''
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    """``call(out, **env)`` runs ``tools/gpu_campaign.sh run`` with the stand-in Python and a carried dir
+    of one tiny wheel; returns (exit code, log)."""
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON.format(python=sys.executable))
+    fake.chmod(0o755)
+    carry = tmp_path / "carry"
+    (carry / "wheels").mkdir(parents=True)
+    with zipfile.ZipFile(carry / "wheels" / "tiny-0.1-py3-none-any.whl", "w") as whl:
+        whl.writestr("tiny.py", "X = 1\n")
+    base = {**os.environ, "PYTHON": str(fake), "CARRY": str(carry), "STATE": str(tmp_path / "state"),
+            "STEP_PROFILE": "gpu-h100"}
+    for k in ("REPRO_STOP_AFTER_EPOCHS", "REPRO_DEADLINE", "STEPS", "DEADLINE_S", "PROBE_ARGS", "OUT"):
+        base.pop(k, None)
+
+    def call(out: Path, *args: str, **env) -> tuple[int, str]:
+        env = {**base, "OUT": str(out), "SITE": str(out.parent / "site"), **env}
+        res = subprocess.run([str(SCRIPT), *(args or ("run",))], check=False, env=env, capture_output=True, text=True,
+                             timeout=120)
+        log = (out / "campaign.log").read_text() if (out / "campaign.log").is_file() else ""
+        return res.returncode, log + res.stdout + res.stderr
+
+    return call
+
+
+def _members(tarball: Path) -> list[str]:
+    with tarfile.open(tarball) as t:
+        return t.getnames()
+
+
+def test_a_cut_call_packs_as_it_goes_and_a_second_call_resumes(campaign, tmp_path):
+    out1, out2 = tmp_path / "call1", tmp_path / "call2"
+    rc, log = campaign(out1, FAKE_optimizers="cut", REPRO_STOP_AFTER_EPOCHS="1")
+    assert rc == 3, log
+    files = sorted(p.name for p in out1.iterdir())
+    assert files == ["campaign.log", "cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz", "probe.json"], log
+    assert json.loads((out1 / "probe.json").read_text())["stop_after"] is None  # the probe is never cut
+    order = [log.index(f"fake {exp}") for exp in ("optimizers", "cost_study", "mnist_cnn")]
+    assert order == sorted(order) and log.index("probe: fake") < order[0]
+    assert "optimizers: stopped at the deadline" in log and "unfinished: optimizers" in log
+    assert (out1.parent / "site" / "tiny.py").is_file() and "no pip in" in log  # the wheels unzipped
+    state = _members(out1 / "optimizers-state.tar.gz")  # relative to the state dir: resume knows where
+    assert "results/gpu-h100/optimizers/.checkpoints/k/model.keras" in state and "jax-cache/jit_step-cache" in state
+    assert _members(out1 / "cost.tar.gz")[0].rstrip("/") == "gpu-h100/cost_study/run-1"
+
+    fresh = tmp_path / "fresh-state"  # here, before the second call: the carried state is rebuilt
+    rc, log = campaign(tmp_path / "resume", "resume", *sorted(map(str, out1.glob("*.tar.gz"))), STATE=str(fresh))
+    assert rc == 0, log
+    assert (fresh / "results" / "gpu-h100" / "optimizers" / ".checkpoints" / "k" / "model.keras").is_file()
+    assert (fresh / "jax-cache" / "jit_step-cache").is_file()
+    assert (fresh / "results" / "gpu-h100" / "cost_study" / "LATEST").read_text().strip() == "run-1"
+    assert "carried: tree" in log and "MiB" in log
+
+    rc, log = campaign(out2, STATE=str(fresh))
+    assert rc == 0, log
+    assert "optimizers: resuming from the checkpoints" in log and "fake optimizers: finish (resuming)" in log
+    assert "cost: finished by an earlier call" in log and "fake cost_study" not in log
+    assert sorted(p.name for p in out2.iterdir()) == ["campaign.log", "optimizers.tar.gz", "probe.json"]
+    assert _members(out2 / "optimizers.tar.gz")[0].rstrip("/") == "gpu-h100/optimizers/run-resumed"
+
+
+def test_the_deadline_cuts_the_running_step_and_skips_the_rest(campaign, tmp_path):
+    out = tmp_path / "out"
+    rc, log = campaign(out, FAKE_optimizers="hang", DEADLINE_S="6", MIN_STEP_S="2", STOP_MARGIN_S="1")
+    assert rc == 3, log
+    assert "optimizers: interrupted at the deadline (exit 124)" in log
+    assert "cost: skipped" in log and "mnist: skipped" in log and "fake cost_study" not in log
+    assert (out / "optimizers-state.tar.gz").is_file() and len(list(out.iterdir())) <= 8
+
+
+def test_resume_takes_a_state_tarball_of_either_layout(campaign, tmp_path):
+    """A tarball relative to the state dir (what `run` packs) or to REPRO_RESULTS (what the first version
+    packed, whose README said to unpack it into .carry/state: a rerun then trained from epoch 1)."""
+    src = tmp_path / "src" / "gpu-h100" / "optimizers" / ".checkpoints" / "k"
+    src.mkdir(parents=True)
+    (src / "model.keras").write_text("w")
+    old = tmp_path / "old-state.tar.gz"
+    with tarfile.open(old, "w:gz") as t:
+        t.add(tmp_path / "src" / "gpu-h100", arcname="gpu-h100")
+    state = tmp_path / "state"
+    rc, log = campaign(tmp_path / "o", "resume", str(old), STATE=str(state))
+    assert rc == 0, log
+    assert (state / "results" / "gpu-h100" / "optimizers" / ".checkpoints" / "k" / "model.keras").is_file()
+
+
+@pytest.mark.parametrize("model, name", [
+    ("NVIDIA H100 80GB HBM3", "gpu-h100"), ("NVIDIA H200", "gpu-h200"), ("NVIDIA H100 PCIe", "gpu-h100"),
+    ("NVIDIA A100-SXM4-80GB", "gpu-a100"), ("Tesla V100-SXM2-16GB", "gpu-v100"), ("NVIDIA GeForce RTX 4090", "gpu-4090"),
+])
+def test_a_gpu_run_is_published_under_its_gpu_model(model, name):
+    record = {"profile": "gpu-h100", "hardware": {"gpus": [{"name": "GPU:0", "model": model}]}}
+    assert provenance.published_name(record) == name
+    assert provenance.published_name({"profile": "rehearse", "hardware": {"gpus": []}}) == "rehearse"
+
+
+def test_the_book_takes_a_published_dir_named_after_the_gpu_not_the_profile(tmp_path):
+    """published/gpu-h200/ holds runs of profile gpu-h100: `repro book --profile gpu-h200` and
+    `repro render --published gpu-h200` find them by the directory's name."""
+    root = tmp_path / "published"
+    run = results.experiment_dir("mnist_cnn", "gpu-h200", root) / "20260101T000000.000000Z-abcdef"
+    run.mkdir(parents=True)
+    (run / "provenance.json").write_text(json.dumps({"status": "complete", "profile": "gpu-h100",
+                                                     "experiment": "mnist_cnn"}))
+    (run / "notebook.ipynb").write_text("{}")
+    assert results.latest_run("mnist_cnn", "gpu-h200", root, need="notebook.ipynb") == run
+    used = book.stage("gpu-h200", tmp_path / "stage", root, partial=True)
+    assert used == [run] and (tmp_path / "stage" / "notebooks" / "01_mnist_cnn.ipynb").is_file()
