@@ -43,7 +43,7 @@ DEADLINE_S=${DEADLINE_S:-480}                # work ends this long after the sta
 STOP_MARGIN_S=${STOP_MARGIN_S:-15}           # REPRO_DEADLINE this much earlier: a cut run's checkpoints are written
 MIN_STEP_S=${MIN_STEP_S:-20}                 # a step with less time left is skipped
 PROBE_S=${PROBE_S:-75}                       # the probe compiles the optimizers' program (41 s on an H200): the step loads it from the JAX cache
-PROBE_ARGS=${PROBE_ARGS:-}                   # the probe's training and test images (default: the optimizers' 50,000 and 10,000)
+PROBE_ARGS=${PROBE_ARGS:-}                   # the probe's training and test images (default "0 0": the profile's)
 CARRY_MAX_MIB=63                             # the device tool carries <= 64 MiB, tree and .carry together
 CACHE_MAX_MIB=${CACHE_MAX_MIB:-5}            # a larger JAX cache is left out of the state tarball (<= 16 MiB)
 T0=$(date +%s)
@@ -109,10 +109,12 @@ resume() {  # .carry/state becomes what the tarballs hold: checkpoints, the JAX 
     first=$(tar -tzf "$tarball" | sed -n 1p)
     case "$first" in  # a state tarball holds results/... and jax-cache/ (relative to the state dir),
       results/*|jax-cache/*) tar -xzf "$tarball" -C "$STATE"; say "resume: $tarball: a cut run's state" ;;
-      *) tar -xzf "$tarball" -C "$STATE/results"  # a finished run, <profile>/<experiment>/<run>/
+      *) tar -xzf "$tarball" -C "$STATE/results"  # a finished run <profile>/<experiment>/<run>/, or an old state
          first=$(echo "$first" | cut -d/ -f1-3)
-         echo "${first##*/}" > "$STATE/results/${first%/*}/LATEST"  # the next call skips it
-         say "resume: $tarball: finished ($first)" ;;
+         if [ -f "$STATE/results/$first/provenance.json" ]; then
+           echo "${first##*/}" > "$STATE/results/${first%/*}/LATEST"  # the next call skips it
+           say "resume: $tarball: finished ($first)"
+         else say "resume: $tarball: a cut run's state (the old layout)"; fi ;;
     esac
   done
   [ -d "$STATE/jax-cache" ] && say "JAX compilation cache: $(mib "$(du -sb "$STATE/jax-cache" | cut -f1)") MiB"
@@ -147,7 +149,8 @@ gpu_env() {  # the carried wheels beside the machine's own packages, Keras on JA
 left() { echo $((T0 + DEADLINE_S - $(date +%s))); }
 
 run() {  # the campaign, logged into $OUT/campaign.log; exit 0: every step finished, 3: not every step
-  local out=${OUT:?run is for the device machine, where \$OUT is set} rc=0
+  local out=${OUT:?run is for the device machine, where \$OUT is set} rc=0 name
+  for name in $STEPS; do [ "$name" = bench ] || experiment_of "$name" >/dev/null; done  # errexit is off below
   mkdir -p "$out"
   campaign "$out" 2>&1 | tee -a "$out/campaign.log" || rc=$?
   return "$rc"
@@ -179,7 +182,7 @@ probe() {  # devices, compile time, images/s of the optimizers' fused program: i
   [ "$t" -gt 0 ] || { say "probe: skipped, no time left"; return 0; }
   # shellcheck disable=SC2086
   env -u REPRO_STOP_AFTER_EPOCHS -u REPRO_DEADLINE timeout -s INT -k 10 "$t" "$PY" -m repro.ml.fused probe "$1/probe.json" \
-    $PROBE_ARGS || rc=$?  # not a checkpointed run: the timeout bounds it
+    ${PROBE_ARGS:-0 0} "$PROFILE" || rc=$?  # not a checkpointed run: the timeout bounds it
   [ "$rc" = 0 ] || say "probe: exit $rc (the campaign goes on)"
 }
 

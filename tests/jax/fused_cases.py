@@ -66,25 +66,35 @@ def test_fused_trajectories_are_model_fits(ds, policy, scan):
 
 def test_deadline_stops_with_checkpoints_and_a_rerun_resumes(ds, tmp_path, monkeypatch):
     """REPRO_STOP_AFTER_EPOCHS (the deadline's deterministic twin) stops before epoch 2 with every model's
-    checkpoint written; a rerun without it lands on the uninterrupted run's numbers."""
-    straight = fused.fit_many([build(ds, o) for o in OPTS], ds, epochs=2, batch_size=32, seed=[1, 2, 1],
-                              steps_per_execution=2, verbose=0)
-    dirs = [tmp_path / o for o in OPTS]
+    checkpoint written; a rerun without it lands on the uninterrupted run's numbers. Six models, each
+    optimizer twice (two seeds): stacked by optimizer, so the stacked order is not the models' order and
+    every checkpoint must go back to its own model."""
+    jobs = [(o, s) for s in (1, 2) for o in OPTS]
+    run = lambda **kw: fused.fit_many([build(ds, o, seed=s) for o, s in jobs], ds, epochs=2,  # noqa: E731
+                                      batch_size=32, seed=[s for _, s in jobs], steps_per_execution=2, verbose=0, **kw)
+    straight = run()
+    dirs = [tmp_path / f"{o}-{s}" for o, s in jobs]
     monkeypatch.setenv(training.STOP_AFTER_ENV, str(training._EPOCHS_DONE[0] + 1))
     with pytest.raises(training.DeadlineReached, match="stopped after epoch 1 of 2"):
-        fused.fit_many([build(ds, o) for o in OPTS], ds, epochs=2, batch_size=32, seed=[1, 2, 1],
-                       steps_per_execution=2, checkpoint_dirs=dirs, checkpoint_every_s=1e9, verbose=0)
+        run(checkpoint_dirs=dirs, checkpoint_every_s=1e9)
     assert all(len(pd.read_csv(d / "history.csv")) == 1 for d in dirs)
     monkeypatch.delenv(training.STOP_AFTER_ENV)
     monkeypatch.setenv(training.DEADLINE_ENV, "1e12")  # far away: no effect
-    resumed = fused.fit_many([build(ds, o) for o in OPTS], ds, epochs=2, batch_size=32, seed=[1, 2, 1],
-                             steps_per_execution=2, checkpoint_dirs=dirs, verbose=0)
+    resumed = run(checkpoint_dirs=dirs)
     for s, r in zip(straight, resumed):
         np.testing.assert_allclose(r[METRICS].to_numpy(), s[METRICS].to_numpy(), atol=1e-5)
+    assert len({round(float(h["loss"].iloc[-1]), 4) for h in resumed}) == 6
     monkeypatch.setenv(training.DEADLINE_ENV, "0")  # passed: nothing more starts, the finished run stays finished
-    again = fused.fit_many([build(ds, o) for o in OPTS], ds, epochs=2, batch_size=32, seed=[1, 2, 1],
-                           checkpoint_dirs=dirs, verbose=0)
-    np.testing.assert_allclose(again[0][METRICS].to_numpy(), resumed[0][METRICS].to_numpy())
+    again = run(checkpoint_dirs=dirs)
+    np.testing.assert_allclose(again[3][METRICS].to_numpy(), resumed[3][METRICS].to_numpy())
+
+
+def test_scan_with_one_step_per_chunk_is_fit(ds):
+    """steps_per_execution 1 with the epoch scanned: every full batch a chunk, the partial one apart."""
+    alone = training.fit(build(ds, "adam"), ds, epochs=1, batch_size=32, seed=5, verbose=0)
+    together = fused.fit_many([build(ds, "adam"), build(ds, "momentum")], ds, epochs=1, batch_size=32, seed=5,
+                              steps_per_execution=1, scan=True, verbose=0)
+    np.testing.assert_allclose(together[0][METRICS].to_numpy(), alone[METRICS].to_numpy(), atol=1e-5)
 
 
 def test_resumed_fused_run_is_the_uninterrupted_one(ds, tmp_path):

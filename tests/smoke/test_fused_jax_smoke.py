@@ -8,8 +8,8 @@ import sys
 
 from repro.core import paths
 
-CASES = 7  # tests/jax/fused_cases.py: backend, fit equality (float32, float32 scanned, mixed_float16), deadline, resume,
-# fit resumes fused
+CASES = 8  # tests/jax/fused_cases.py: backend, fit equality (float32, float32 scanned, mixed_float16), deadline,
+# scan with one step per chunk, resume, fit resumes fused
 
 
 def test_fused_trainer_cases_hold_under_jax(jax_only_env):

@@ -141,6 +141,7 @@ def test_resume_takes_a_state_tarball_of_either_layout(campaign, tmp_path):
     rc, log = campaign(tmp_path / "o", "resume", str(old), STATE=str(state))
     assert rc == 0, log
     assert (state / "results" / "gpu-h100" / "optimizers" / ".checkpoints" / "k" / "model.keras").is_file()
+    assert "the old layout" in log and not list((state / "results").rglob("LATEST"))  # not taken for a finished run
 
 
 @pytest.mark.parametrize("model, name", [

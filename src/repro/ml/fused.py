@@ -11,9 +11,9 @@ Python dominates. :func:`fit_many` instead
   ``stateless_apply`` on its models' slice (models with the same optimizer configuration are one
   slice, the update ``vmap``-ed over it);
 * advances all K models by ``steps_per_execution`` minibatches per compiled call (unrolled), and on
-  an accelerator runs the epoch's full batches as one ``lax.scan`` of such chunks: one dispatch per
-  epoch plus one for the partial last batch (``scan``; off on CPU, where XLA runs the convolutions
-  of a scan body about 6x slower);
+  an accelerator runs the epoch's chunks of that many full batches as one ``lax.scan``: one dispatch
+  for them, one per remaining full batch and one for the partial last batch (4 at 50,000 / 32 / 8;
+  ``scan``; off on CPU, where XLA runs the convolutions of a scan body about 6x slower);
 * evaluates all K models on the test set in one compiled function per test batch.
 
 Each model sees exactly what :func:`repro.ml.training.fit` would give it: the order of examples of
@@ -75,18 +75,30 @@ def _key(config) -> str:
     return json.dumps(_unnamed(config), sort_keys=True, default=str)
 
 
+def _arch_key(model) -> str:
+    """The architecture, dtype policies included (``_unnamed`` drops a policy's ``name``)."""
+    return _key([model.get_config(), [layer.dtype_policy.name for layer in model.layers]])
+
+
+def _opt_key(opt) -> str:
+    """The optimizer's class (and a LossScaleOptimizer's inner one) with its configuration: two classes with
+    the same hyperparameters (Nadam, Adamax) are different optimizers."""
+    inner = getattr(opt, "inner_optimizer", None)
+    return _key([type(opt).__name__, type(inner).__name__ if inner is not None else None, opt.get_config()])
+
+
 class Layout:
     """The K models in slice order: models with the same optimizer configuration next to each other.
 
     ``order[j]`` is the model at stacked position j; ``slices`` are (optimizer of the slice, start, stop)."""
 
     def __init__(self, models: list):
-        arch = {_key(m.get_config()) for m in models}
+        arch = {_arch_key(m) for m in models}
         if len(arch) != 1:
             raise ValueError("fit_many: the models must share one architecture (they are stacked)")
         by_opt: dict[str, list[int]] = {}
         for i, m in enumerate(models):
-            by_opt.setdefault(_key(m.optimizer.get_config()), []).append(i)
+            by_opt.setdefault(_opt_key(m.optimizer), []).append(i)
         self.order = [i for members in by_opt.values() for i in members]
         self.slices, start = [], 0
         for members in by_opt.values():
@@ -213,7 +225,7 @@ def _chunks(order: np.ndarray, batch_size: int, steps: int) -> list[np.ndarray]:
 
 
 def dispatches_per_epoch(n: int, batch_size: int, steps: int, scan: bool) -> int:
-    """Compiled calls per training epoch of :func:`fit_many` (``model.fit`` makes ``ceil(n / batch_size)`` per model)."""
+    """Compiled calls per training epoch of :func:`fit_many` (``model.fit``: ``ceil(n / batch_size)`` per model)."""
     full, partial = divmod(n, batch_size)
     chunks, lone = divmod(full, steps)
     if scan and chunks > 1:
@@ -232,7 +244,7 @@ def _reseeded(layout: Layout, models: list, n: list, seeds: list[int], epoch: in
     for j, v in enumerate(proto.non_trainable_variables):
         if id(v) in rank:
             es = [seeds[i] * 100_003 + epoch for i in layout.order]
-            out[j] = jnp.asarray(np.array([[e * 1_000 + rank[id(v)], 0] for e in es]), dtype=n[j].dtype)
+            out[j] = jnp.asarray(np.array([[e * 1_000 + rank[id(v)], 0] for e in es], dtype=n[j].dtype))
     return out
 
 
@@ -250,7 +262,7 @@ def _epoch(fns, layout, models, state, dev, seeds, epoch, batch_size, steps, eva
     chunks = _chunks(order, batch_size, steps)
     t0 = time.perf_counter()
     sums = jnp.zeros((len(layout.order), 2), "float32")
-    full = [c for c in chunks if c.shape[1] == steps] if scan else []
+    full = chunks[:(order.shape[1] // batch_size) // steps] if scan else []  # the chunks of `steps` full batches
     if len(full) > 1:
         state, sums = train_scan(state, sums, x, y, jnp.asarray(np.stack(full)))
     rest = chunks[len(full):] if len(full) > 1 else chunks
@@ -357,8 +369,13 @@ class _Group:
                 raise training.DeadlineReached(f"{log_prefix}stopped after epoch {epoch} of {epochs} ({why}); "
                                                "checkpoints written")
             t0 = time.perf_counter()
-            state, train, test, t_train, t_test, calls = _epoch(fns, self.layout, self.models, state, dev,
-                                                                self.seeds, epoch, batch_size, steps, eval_batch, scan)
+            try:
+                out = _epoch(fns, self.layout, self.models, state, dev, self.seeds, epoch, batch_size, steps,
+                             eval_batch, scan)
+            except KeyboardInterrupt:  # a hard stop (SIGINT, the campaign's timeout): keep what is done
+                self.checkpoint(state)
+                raise
+            state, train, test, t_train, t_test, calls = out
             self.record(epoch, train, test, t_train, t_test, n, n_test)
             training.epoch_done()
             if verbose:
@@ -373,43 +390,44 @@ class _Group:
         self.layout.unstack(self.models, state)
 
 
-PROBE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop", "adam", "adagrad", "nadam")
-
-
-def probe(out: Path, n_train: int = 50_000, n_test: int = 10_000, seeds: int = 2, steps: int = 8,
+def probe(out: Path, n_train: int | None = None, n_test: int | None = None, profile: str = "gpu-h100",
           epochs: int = 2) -> dict:
     """The GPU campaign's first look: the JAX devices (written to ``out`` at once), then the optimizer
-    comparison's fused program (the CNN of its ``gpu-h100`` profile, seven optimizers x ``seeds`` stacked,
-    batch 32, on random data of that profile's sizes): compile time (first epoch minus a timed one) and
-    images/s over all models. Writes ``out`` (JSON) again, prints one line. The program is the profile's
-    own, so with a persistent compilation cache (``JAX_COMPILATION_CACHE_DIR``) the run after it loads the
-    compiled program instead of compiling it again."""
+    comparison's fused program as its ``profile`` builds it (the CNN, every optimizer and seed stacked,
+    its batch size and ``steps_per_execution``), on random data of that profile's sizes (or ``n_train``,
+    ``n_test``): compile time (first epoch minus a timed one) and images/s over all models. Writes ``out``
+    (JSON) again, prints one line. The program is the profile's own, so with a persistent compilation
+    cache (``JAX_COMPILATION_CACHE_DIR``) the run after it loads the compiled program instead of compiling
+    it again."""
     import jax
     import keras
 
+    from repro.core.params import resolve
     from repro.ml import models as _models
     from repro.ml import optim
 
     Path(out).write_text(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
                                      "devices": [str(d) for d in jax.devices()]}, indent=1))
+    p = resolve("optimizers", profile, {})
+    n_train, n_test = n_train or p["train_samples"] or 50_000, n_test or p["test_samples"] or 10_000
     rng = np.random.default_rng(0)
     data = Dataset(rng.random((n_train, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_train),
                    rng.random((n_test, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_test),
                    {"name": "random", "classes": 10, "n_train": n_train, "n_test": n_test})
+    jobs = [(opt, seed) for seed in p["seeds"] for opt in p["optimizers"]]  # the order measure.train_all uses
     built = []
-    for seed in range(seeds):
-        for opt in PROBE_OPTIMIZERS:
-            keras.utils.set_random_seed(seed)
-            model = _models.polishchuk_cnn(data.input_shape, 10, [32, 64, 64], 64, 0.5)
-            built.append(optim.compile_classifier(model, opt, 1e-3, 0.9))
+    for opt, seed in jobs:
+        keras.utils.set_random_seed(seed)
+        model = _models.polishchuk_cnn(data.input_shape, 10, p["filters"], p["dense_units"], p["dropout"])
+        built.append(optim.compile_classifier(model, opt, p["learning_rate"], p["momentum"]))
     t0 = time.perf_counter()
-    hist = fit_many(built, data, epochs=epochs, batch_size=32, seed=[s for s in range(seeds) for _ in PROBE_OPTIMIZERS],
-                    steps_per_execution=steps, verbose=0)[0]
+    hist = fit_many(built, data, epochs=epochs, batch_size=p["batch_size"], seed=[s for _, s in jobs],
+                    steps_per_execution=p["steps_per_execution"], verbose=0)[0]
     timed = float(hist["epoch_time_s"].iloc[1:].mean())
     report = {"jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
-              "device_kind": jax.devices()[0].device_kind, "models": len(built), "n_train": n_train,
-              "batch_size": 32, "steps_per_execution": steps, "scan": on_accelerator(),
-              "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
+              "device_kind": jax.devices()[0].device_kind, "profile": profile, "models": len(built),
+              "n_train": n_train, "batch_size": p["batch_size"], "steps_per_execution": p["steps_per_execution"],
+              "scan": on_accelerator(), "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
               "images_per_s_all_models": len(built) * n_train / timed, "wall_s": time.perf_counter() - t0}
     Path(out).write_text(json.dumps(report, indent=1))
     print(f"probe: {report['device_kind']} ({report['backend']}), {len(built)} models fused: compile "
@@ -418,7 +436,7 @@ def probe(out: Path, n_train: int = 50_000, n_test: int = 10_000, seeds: int = 2
     return report
 
 
-if __name__ == "__main__":  # python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST]
+if __name__ == "__main__":  # python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST [PROFILE]]
     if len(sys.argv) < 3 or sys.argv[1] != "probe":
-        raise SystemExit("usage: python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST]")
-    probe(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:5]))
+        raise SystemExit("usage: python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST [PROFILE]]")
+    probe(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:5]), *sys.argv[5:6])

@@ -85,7 +85,8 @@ class Optimizers:
             shutil.rmtree(ckpt)
         run.note("checkpoints", str(ckpt))
         run.note("trainer", {"trainer": p["trainer"], "steps_per_execution": p["steps_per_execution"],
-                             "what": "every optimizer of a seed in one compiled JAX program, data on the device"
+                             "what": "every optimizer and seed of a variant stacked in one compiled JAX program "
+                                     "(one vmapped forward/backward, each optimizer on its slice), data on the device"
                              if p["trainer"] == "fused" else "one Keras model.fit after another"})
         tables = {}
         plan = [("shared", {o: p["learning_rate"] for o in p["optimizers"]})]
