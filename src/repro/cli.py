@@ -11,6 +11,7 @@ from pathlib import Path
 
 from repro.book import build as book
 from repro.book.build import BookError
+from repro.cluster.spec import ClusterError
 from repro.core import harness, provenance, results, runner
 from repro.core import ledger as _ledger
 from repro.core import params as _params
@@ -68,6 +69,33 @@ def _cmd_measure(args) -> int:
     overrides = spec.parse_overrides(args.param)
     result = harness.run(harness.experiment(args.experiment), args.profile, overrides)
     print(f"[repro] {args.experiment}: results in {result.run_dir} (render its notebook with `repro render`)")
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    import pandas as pd
+
+    from repro.cluster import perfmodel
+
+    if args.validate:
+        table = perfmodel.validate(results.from_project(args.validate))
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"largest error: {table['error'].abs().max():.1%} over {len(table)} emulated clusters")
+        return 0
+    missing = [o for o in ("hardware", "model", "method") if not getattr(args, o)]
+    if missing:
+        raise _params.ParameterError(f"predict: --{missing[0]} is needed (or --validate RUN_DIR)")
+    try:
+        workers = [int(w) for w in args.workers.split(",")]
+    except ValueError:
+        raise _params.ParameterError(f"predict: --workers {args.workers!r} is not a list of integers") from None
+    prof = perfmodel.hardware_profile(args.hardware)
+    table = pd.concat([perfmodel.predict(prof, args.model, m, workers, args.batch, args.parameters, args.ps)
+                       for m in args.method.split(",")])
+    cols = ["method", "workers", "images_per_s", "efficiency", "compute_s", "comm_s"]
+    print(f"{args.model} on {prof.name} ({prof.link} links), batch {args.batch} per worker: the analytic model "
+          "(repro.cluster.perfmodel), no measurement")
+    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
 
 
@@ -181,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/")
     p.set_defaults(func=_cmd_rejudge)
 
+    p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
+                                       "(repro.cluster.perfmodel) of a hardware profile; --validate: against a run")
+    p.add_argument("--hardware", help="a profile of cluster/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
+    p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters)")
+    p.add_argument("--method", help="horovod, ring, ps_sync, ps_async (comma-separated for several)")
+    p.add_argument("--workers", default="1,2,4,8,16,20", help="comma-separated worker counts")
+    p.add_argument("--batch", type=int, default=32, help="images per worker and step")
+    p.add_argument("--ps", type=int, default=1, help="parameter servers")
+    p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
+    p.add_argument("--validate", metavar="RUN_DIR", help="a published emulated distributed run: model vs emulation")
+    p.set_defaults(func=_cmd_predict)
+
     p = sub.add_parser("data", help="datasets")
     dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
     q = dsub.add_parser("status", help="which datasets are available offline here, and from where")
@@ -207,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (_params.ParameterError, DatasetUnavailable, RunFailed, BookError) as exc:
+    except (_params.ParameterError, DatasetUnavailable, RunFailed, BookError, ClusterError) as exc:
         print(f"repro: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, _params.ParameterError) else 1
+        return EXIT_USAGE if isinstance(exc, (_params.ParameterError, ClusterError)) else 1
     except DeadlineReached as exc:
         print(f"repro: stopped at the deadline: {exc}", file=sys.stderr)
         return EXIT_DEADLINE

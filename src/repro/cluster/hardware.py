@@ -44,6 +44,7 @@ class Profile:
     t_grad_s: dict
     batch: int | None = None
     ps_on_workers: bool = False  # PS task k on worker k's node (the thesis' distributed server)
+    latency_s: float = 0.0  # per message (an all-reduce hop, a push or a pull); 0: the emulation's links have none
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -76,13 +77,37 @@ def load(name: str) -> Profile:
     raw = _data()["profiles"].get(name)
     if raw is None:
         raise ClusterError(f"unknown hardware profile {name!r}; valid: {', '.join(names())}")
+    return profile(name, raw)
+
+
+def load_file(path) -> Profile:
+    """A profile a user wrote: a YAML file with a profile's fields (``t_grad_s`` or ``images_per_s`` with
+    ``batch``, ``link``; ``paper``, ``description``, ``source``, ``topology`` optional)."""
+    from pathlib import Path
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ClusterError(f"hardware file {path}: {exc}") from None
+    if not isinstance(raw, dict) or not ({"t_grad_s", "images_per_s"} & set(raw)) or "link" not in raw:
+        raise ClusterError(f"hardware file {path}: needs 'link' and 't_grad_s' or 'images_per_s' (with 'batch')")
+    if "images_per_s" in raw and "batch" not in raw:
+        raise ClusterError(f"hardware file {path}: 'images_per_s' needs the 'batch' it was measured at")
+    rate_bits(raw["link"])
+    defaults = {"paper": "", "description": str(path), "source": str(path), "topology": ""}
+    return profile(str(raw.get("name", Path(path).stem)), {**defaults, **raw})
+
+
+def profile(name: str, raw: dict) -> Profile:
+    """A :class:`Profile` from its YAML fields."""
     if "t_grad_s" in raw:
         t_grad = dict(raw["t_grad_s"])
     else:  # images per second at the profile's batch -> seconds per batch
         t_grad = {m: raw["batch"] / float(v) for m, v in raw["images_per_s"].items()}
     return Profile(name=name, paper=raw["paper"], description=raw["description"], source=" ".join(raw["source"].split()),
                    link=raw["link"], topology=" ".join(raw["topology"].split()), t_grad_s=t_grad,
-                   batch=raw.get("batch"), ps_on_workers=bool(raw.get("ps_on_workers", False)))
+                   batch=raw.get("batch"), ps_on_workers=bool(raw.get("ps_on_workers", False)),
+                   latency_s=float(raw.get("latency_s", 0.0)))
 
 
 def load_for(name: str, models) -> Profile:

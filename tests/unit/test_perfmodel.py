@@ -1,0 +1,87 @@
+"""The analytic model of data-parallel throughput (repro.cluster.perfmodel) and `repro predict`."""
+
+import dataclasses
+
+import pytest
+
+from repro import cli
+from repro.cluster import hardware, perfmodel
+from repro.cluster.spec import ClusterError
+from repro.core import paths
+
+K80 = hardware.load("k80-p2.16xlarge")
+EMULATED = next((paths.project_root() / "published" / "emulated" / "distributed").glob("2026*"))
+
+
+def _ips(prof, model, method, n, ps=1):
+    return perfmodel.predict(prof, model, method, [n], 32, ps=ps).iloc[0]
+
+
+def test_one_ring_worker_communicates_nothing_and_runs_at_the_profiles_speed():
+    row = _ips(K80, "vgg16", "horovod", 1)
+    assert row["comm_s"] == 0 and row["images_per_s"] == pytest.approx(36.0) and row["efficiency"] == pytest.approx(1)
+
+
+def test_ring_traffic_grows_as_2_n_minus_1_over_n():
+    c2, c4, c20 = (_ips(K80, "vgg16", "ring", n)["comm_s"] for n in (2, 4, 20))
+    assert c4 / c2 == pytest.approx(1.5) and c20 / c2 == pytest.approx(1.9)
+    # 2 (N - 1) / N of 553 MB of float32 weights at 25 Gb/s TCP goodput
+    assert c2 == pytest.approx(4 * 138_357_544 * 8 / (25e9 * hardware.GOODPUT))
+
+
+def test_ps_efficiency_below_the_ring_follows_from_the_hardware_and_flips_with_a_faster_link():
+    """The paper's 'PS scales worse than Horovod' for VGG16 is what the K80 profile implies; give the same
+    cluster links ten times faster and the gap nearly closes: the finding is the hardware's, not the method's."""
+    ring, ps = _ips(K80, "vgg16", "horovod", 4)["efficiency"], _ips(K80, "vgg16", "ps_sync", 4)["efficiency"]
+    assert ps < 0.5 < ring
+    fast = dataclasses.replace(K80, link="250gbit")
+    ring, ps = _ips(fast, "vgg16", "horovod", 4)["efficiency"], _ips(fast, "vgg16", "ps_sync", 4)["efficiency"]
+    assert ps > 0.85 and ring - ps < 0.15
+
+
+def test_async_ps_is_bounded_by_the_servers_links():
+    rows = perfmodel.predict(K80, "vgg16", "ps_async", [8, 16, 20], 32)
+    bound = 32 / hardware.transfer_seconds(4 * 138_357_544, K80.link)  # P bw / S steps/s, B images each
+    assert rows["images_per_s"].tolist() == pytest.approx([bound] * 3)
+    four = _ips(K80, "vgg16", "ps_async", 16, ps=4)  # four servers lift the bound: each worker's own step decides
+    assert four["images_per_s"] == pytest.approx(16 * 32 / (four["compute_s"] + four["comm_s"]))
+    assert four["images_per_s"] > 2 * bound
+
+
+def test_the_model_reproduces_the_published_emulated_grid_and_would_not_with_other_hardware(monkeypatch):
+    """Validation against published/emulated: every one of the 30 emulated clusters within 10 % of the model
+    (8.9 % at most on 2026-11-26: the emulation adds this machine's per-step work). Fed a profile with a
+    fifth of the bandwidth, the same validation fails: it can tell."""
+    table = perfmodel.validate(EMULATED)
+    assert len(table) == 30 and table["error"].abs().max() < 0.10
+    slow = dataclasses.replace(K80, link="5gbit")
+    monkeypatch.setattr(hardware, "load", lambda name: slow)
+    assert perfmodel.validate(EMULATED)["error"].abs().max() > 0.5
+
+
+def test_a_users_hardware_file(tmp_path):
+    f = tmp_path / "v100.yaml"
+    f.write_text("images_per_s: {vgg16: 230}\nbatch: 64\nlink: 10gbit\nlatency_s: 0.0001\n")
+    prof = perfmodel.hardware_profile(str(f))
+    row = _ips(prof, "vgg16", "horovod", 2)
+    assert prof.name == "v100" and row["compute_s"] == pytest.approx(32 / 230)
+    assert row["comm_s"] == pytest.approx(hardware.transfer_seconds(4 * 138_357_544, "10gbit") + 2 * 0.0001)
+    (tmp_path / "bad.yaml").write_text("images_per_s: {vgg16: 230}\nbatch: 64\n")
+    with pytest.raises(ClusterError, match="needs 'link'"):
+        perfmodel.hardware_profile(str(tmp_path / "bad.yaml"))
+
+
+def test_repro_predict_prints_the_model_and_refuses_bad_input_in_one_line(capsys):
+    assert cli.main(["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "horovod,ps_sync",
+                     "--workers", "2,20"]) == 0
+    out = capsys.readouterr().out
+    assert "no measurement" in out and out.count("horovod") == 2 and out.count("ps_sync") == 2
+    base = {"--hardware": "k80-p2.16xlarge", "--model": "vgg16", "--method": "horovod", "--workers": "2"}
+    for change, word in (({"--method": "allreduce"}, "allreduce"), ({"--model": "alexnet"}, "alexnet"),
+                         ({"--workers": "2,x"}, "--workers"), ({"--hardware": "nope"}, "nope")):
+        args = ["predict", *[x for kv in {**base, **change}.items() for x in kv]]
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and word in err
+    assert cli.main(["predict", "--validate", str(EMULATED)]) == 0
+    assert "largest error" in capsys.readouterr().out
