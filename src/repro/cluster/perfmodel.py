@@ -87,10 +87,14 @@ def predict(prof: hardware.Profile, model: str, method: str, workers, batch: int
 
 
 def validate(run_dir: Path) -> pd.DataFrame:
-    """The model against a published emulated ``distributed`` run: per method, workers and model, the
-    emulated images/s (mean of its runs), the model's from the same hardware profile and weights, and
-    the relative error (model / emulated - 1)."""
-    tp = pd.read_csv(Path(run_dir) / "emulated_throughput.csv")
+    """The model against a published emulated ``distributed`` run (:func:`validate_table` of its
+    ``emulated_throughput.csv``)."""
+    return validate_table(pd.read_csv(Path(run_dir) / "emulated_throughput.csv"))
+
+
+def validate_table(tp: pd.DataFrame) -> pd.DataFrame:
+    """Per method, workers and model of an emulated grid: the emulated images/s (mean of its runs), the
+    model's from the same hardware profile and weights, and the relative error (model / emulated - 1)."""
     rows = []
     for r in tp.itertuples():
         prof = hardware.load(r.hardware)

@@ -99,6 +99,7 @@ def glue_numbers(result: Result) -> None:
     glue("dist_fault_summary", f"Measured: {fault['ours'].iloc[0]} (verdict: {fault['verdict'].iloc[0]})."
          if len(fault) and fault["ours"].iloc[0] != "–" else "Not run in this profile.")
     _glue_emulated(result)
+    glue_model(result)
     glue("dist_n_findings", len(f))
     glue("dist_n_reproduced", int(f["verdict"].str.startswith("reproduced").sum()))
 
@@ -154,3 +155,40 @@ def limits_text(lim) -> str:
             f"{int(top['workers'].iloc[0])} needs dilation {top['dilation'].iloc[0]:g}, "
             f"{top['minutes_warmup_and_step'].min():.0f}-{top['minutes_warmup_and_step'].max():.0f} min per model for one "
             f"warm-up and one timed step, while the PS link needs {ps.max():g} at any N")
+
+
+PAPER_PROCESSES = {"horovod": (2, 4, 6, 8, 10, 12, 16, 20), "ps_sync": (2, 4, 6, 8, 10)}  # Table 2: PS to 10, Horovod to 20
+
+
+def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The analytic model of the emulated hardware profile (:mod:`repro.cluster.perfmodel`): its validation
+    against the emulated grid, and what it predicts at the paper's process counts for the grid's models,
+    with Horovod / sync PS where both are predicted. None without an emulated grid."""
+    if "emulated_throughput" not in result.tables:
+        return None
+    from repro.cluster import hardware, perfmodel
+
+    tp = result["emulated_throughput"]
+    prof, sizes = hardware.load(result.params["emulate"]), tp.groupby("model")["parameters"].first()
+    pred = pd.concat([perfmodel.predict(prof, m, method, n, result.params["batch_size"], int(sizes[m]))
+                      for m in sizes.index for method, n in PAPER_PROCESSES.items()], ignore_index=True)
+    wide = pred.pivot_table(index=["model", "workers"], columns="method", values="images_per_s")
+    pred = pred.merge((wide["horovod"] / wide["ps_sync"]).rename("horovod_over_ps_sync").reset_index(),
+                      on=["model", "workers"], how="left")
+    cols = ["method", "model", "workers", "images_per_s", "efficiency", "compute_s", "comm_s", "horovod_over_ps_sync"]
+    return perfmodel.validate_table(tp), pred[cols]
+
+
+def glue_model(result: Result) -> None:
+    """The model's validation error and its Horovod / sync PS ratios at 10 processes, as text."""
+    tables = model_tables(result)
+    if tables is None:
+        for key in ("dist_model_validation", "dist_model_ratio10"):
+            report.glue(key, NOT_EMULATED)
+        return
+    val, pred = tables
+    report.glue("dist_model_validation", f"{100 * val['error'].abs().max():.1f} % at most over {len(val)} emulated "
+                f"clusters (model above the emulation by {100 * val['error'].median():+.1f} % in the median)")
+    ten = pred[(pred["workers"] == 10) & (pred["method"] == "horovod")].set_index("model")["horovod_over_ps_sync"]
+    report.glue("dist_model_ratio10", f"{ten.min():.1f} to {ten.max():.1f} ("
+                + ", ".join(f"{m} {v:.2f}" for m, v in ten.sort_values().items()) + ")")

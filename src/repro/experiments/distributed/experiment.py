@@ -49,6 +49,7 @@ from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
 from repro.experiments.distributed.chapter import (
     glue_numbers,
+    model_tables,
     plot_bandwidth,
     plot_efficiency,
     plot_throughput,
@@ -65,7 +66,7 @@ from repro.experiments.distributed.common import (
 from repro.ml import data as _data
 
 __all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPERIMENT", "run", "add_cli",
-           "glue_numbers", "plot_bandwidth", "plot_efficiency", "plot_throughput", "throughput_table"]
+           "glue_numbers", "model_tables", "plot_bandwidth", "plot_efficiency", "plot_throughput", "throughput_table"]
 
 
 @dataclass
