@@ -85,6 +85,8 @@ def test_repro_predict_prints_the_model_and_refuses_bad_input_in_one_line(capsys
         assert err.count("\n") == 1 and word in err
     assert cli.main(["predict", "--validate", str(EMULATED)]) == 0
     assert "largest error" in capsys.readouterr().out
+    assert cli.main(["predict", "--validate", str(EMULATED.parent)]) == 2  # not a run: one line
+    assert "no emulated_throughput.csv" in capsys.readouterr().err
 
 
 def test_the_distributed_chapter_shows_the_model_at_the_papers_process_counts():

@@ -88,17 +88,23 @@ def predict(prof: hardware.Profile, model: str, method: str, workers, batch: int
 
 def validate(run_dir: Path) -> pd.DataFrame:
     """The model against a published emulated ``distributed`` run (:func:`validate_table` of its
-    ``emulated_throughput.csv``)."""
-    return validate_table(pd.read_csv(Path(run_dir) / "emulated_throughput.csv"))
+    ``emulated_throughput.csv``, with its number of parameter servers)."""
+    import json
+
+    table, prov = Path(run_dir) / "emulated_throughput.csv", Path(run_dir) / "provenance.json"
+    if not table.is_file():
+        raise ClusterError(f"{run_dir}: no emulated_throughput.csv (not an emulated distributed run)")
+    ps = json.loads(prov.read_text()).get("parameters", {}).get("ps", 1) if prov.is_file() else 1
+    return validate_table(pd.read_csv(table), int(ps))
 
 
-def validate_table(tp: pd.DataFrame) -> pd.DataFrame:
+def validate_table(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
     """Per method, workers and model of an emulated grid: the emulated images/s (mean of its runs), the
-    model's from the same hardware profile and weights, and the relative error (model / emulated - 1)."""
+    model's from the same hardware profile, weights and ``ps``, and the relative error (model / emulated - 1)."""
     rows = []
     for r in tp.itertuples():
         prof = hardware.load(r.hardware)
-        got = step(prof, r.model, r.method, int(r.workers), int(r.batch_size), int(r.parameters))
+        got = step(prof, r.model, r.method, int(r.workers), int(r.batch_size), int(r.parameters), ps)
         rows.append({"method": r.method, "workers": int(r.workers), "model": r.model,
                      "emulated_images_per_s": float(r.total_images_per_sec), "model_images_per_s": got["images_per_s"],
                      "error": got["images_per_s"] / float(r.total_images_per_sec) - 1})

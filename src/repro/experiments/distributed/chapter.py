@@ -170,13 +170,14 @@ def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
     tp = result["emulated_throughput"]
     prof, sizes = hardware.load(result.params["emulate"]), tp.groupby("model")["parameters"].first()
-    pred = pd.concat([perfmodel.predict(prof, m, method, n, result.params["batch_size"], int(sizes[m]))
+    ps = int(result.params.get("ps", 1))
+    pred = pd.concat([perfmodel.predict(prof, m, method, n, result.params["batch_size"], int(sizes[m]), ps)
                       for m in sizes.index for method, n in PAPER_PROCESSES.items()], ignore_index=True)
     wide = pred.pivot_table(index=["model", "workers"], columns="method", values="images_per_s")
     pred = pred.merge((wide["horovod"] / wide["ps_sync"]).rename("horovod_over_ps_sync").reset_index(),
                       on=["model", "workers"], how="left")
     cols = ["method", "model", "workers", "images_per_s", "efficiency", "compute_s", "comm_s", "horovod_over_ps_sync"]
-    return perfmodel.validate_table(tp), pred[cols]
+    return perfmodel.validate_table(tp, ps), pred[cols]
 
 
 def glue_model(result: Result) -> None:
