@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from repro.core.results import atomic_write_csv
+from repro.core.results import csv_text
 from repro.ml.data import Dataset
 
 HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "train_time_s"]
@@ -278,11 +278,14 @@ def load_checkpoint(checkpoint_dir: Path):
 
 
 def _save_checkpoint(model, history: pd.DataFrame, checkpoint_dir: Path) -> None:
+    """``model.keras`` and ``history.csv``, both written to temporary files first and then renamed one
+    right after the other: an interruption while saving (a slow ``model.save``) leaves the last pair."""
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    tmp = checkpoint_dir / ".model.keras.tmp.keras"
+    tmp, tmp_hist = checkpoint_dir / ".model.keras.tmp.keras", checkpoint_dir / ".history.csv.tmp"
+    tmp_hist.write_text(csv_text(history))
     model.save(tmp)
     os.replace(tmp, checkpoint_dir / "model.keras")
-    atomic_write_csv(checkpoint_dir / "history.csv", history)
+    os.replace(tmp_hist, checkpoint_dir / "history.csv")
 
 
 def fit(
