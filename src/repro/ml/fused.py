@@ -118,16 +118,12 @@ class Layout:
 
     def unstack(self, models: list, state) -> None:
         """Each model's variables set from the stacked state (for checkpoints and the caller)."""
-        t, n, o = (jax_tree_numpy(part) for part in state)
+        import jax
+
+        t, n, o = jax.device_get(state)  # one transfer of the whole stacked state to NumPy
         for j, i in enumerate(self.order):
             s = next(k for k, (_, a, b) in enumerate(self.slices) if a <= j < b)
             _store(models[i], ([v[j] for v in t], [v[j] for v in n], [v[j - self.slices[s][1]] for v in o[s]]))
-
-
-def jax_tree_numpy(tree):
-    if isinstance(tree, (list, tuple)):
-        return [jax_tree_numpy(x) for x in tree]
-    return np.asarray(tree)
 
 
 _COMPILED: dict[str, tuple] = {}  # the last layout's functions, reused by a group of the same configuration
