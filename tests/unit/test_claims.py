@@ -1,8 +1,9 @@
-"""Claims as data and the one verdict function (repro.core.claims)."""
+"""Claims as data and the one function from a claim and its measurement to a ledger row (repro.core.claims)."""
 
 import pytest
 
 from repro.core import claims, params
+from repro.core import verdicts as V
 from repro.core.claims import Claim, ClaimsError, Measured
 
 
@@ -12,31 +13,60 @@ def _claim(**kw):
     return Claim(**{**base, **kw})
 
 
+def _verdict(c, m):
+    return claims.row(c, m)["verdict"]
+
+
 def test_within_uses_the_reported_number_and_the_tolerance():
     c = _claim(check="within", reported="mnist_cnn_test_accuracy_12ep", tolerance=0.005, tolerance_source="x")
     assert c.reference() == pytest.approx(0.9925)
-    assert claims.verdict(c, Measured("99.1%", value=0.991)) == "reproduced"
-    assert claims.verdict(c, Measured("98%", value=0.98)) == "differs (-0.0125 vs paper, tolerance 0.005)"
+    assert _verdict(c, Measured("99.1%", value=0.991, runs=2)) == "reproduced"
+    assert _verdict(c, Measured("98%", value=0.98, runs=2)) == "differs (-0.0125 vs paper, tolerance 0.005)"
     inline = _claim(check="within", reference_value=2.0, tolerance=0.1, tolerance_source="x")
-    assert claims.verdict(inline, Measured("2.2", value=2.2)).startswith("differs (+0.2")
+    assert _verdict(inline, Measured("2.2", value=2.2, runs=2)).startswith("differs (+0.2")
 
 
-def test_band_holds_gate_and_equations():
+def test_band_holds_gate_and_the_bases_that_only_check():
     band = _claim(check="band", band=(0.8, 1.0), tolerance_source="x")
-    assert claims.verdict(band, Measured("0.9", value=0.9)) == "reproduced"
-    assert claims.verdict(band, Measured("0.5", value=0.5)) == "differs (0.5 outside [0.8, 1])"
+    assert _verdict(band, Measured("0.9", value=0.9, runs=2)) == "reproduced"
+    assert _verdict(band, Measured("0.5", value=0.5, runs=2)) == "differs (0.5 outside [0.8, 1])"
+    for basis in ("equations", "emulated", "model"):  # never reproduced / differs
+        assert _verdict(band, Measured("0.9", value=0.9, basis=basis)) == "consistent"
+        assert _verdict(band, Measured("0.5", value=0.5, basis=basis)) == "inconsistent (0.5 outside [0.8, 1])"
     holds = _claim()
-    assert claims.verdict(holds, Measured("yes", holds=True, basis="equations")) == "consistent"
-    assert claims.verdict(holds, Measured("no", holds=False)).startswith("differs")
-    assert claims.verdict(holds, Measured("x", gate="not comparable (stand-in)")) == "not comparable (stand-in)"
-    with pytest.raises(ClaimsError, match="gate starts with"):
-        claims.verdict(holds, Measured("x", gate="reproduced"))  # a gate cannot declare success
+    assert _verdict(holds, Measured("yes", holds=True, basis="equations")) == "consistent"
+    assert _verdict(holds, Measured("no", holds=False, runs=2)).startswith("differs")
+    assert _verdict(holds, Measured("no", holds=False, runs=2, note="how")) == "differs (how)"
+    assert _verdict(holds, Measured("x", gate=V.not_comparable("stand-in"))) == "not comparable (stand-in)"
+    with pytest.raises(ClaimsError, match="cannot declare success"):
+        claims.row(holds, Measured("x", gate=V.reproduced()))
+    with pytest.raises(ClaimsError, match="built by repro.core.verdicts"):
+        claims.row(holds, Measured("x", gate="not comparable (free text)"))
+    with pytest.raises(ClaimsError, match="needs basis measured"):
+        claims.row(holds, Measured("x", gate=V.partly("half"), basis="emulated"))
     with pytest.raises(ClaimsError, match="needs holds"):
-        claims.verdict(holds, Measured("x"))
+        claims.row(holds, Measured("x"))
+
+
+def test_thresholds_and_decisive_flags_are_validated():
+    c = _claim(thresholds={"tie": 0.5}, tolerance_source="ours")
+    assert c.threshold("tie") == 0.5
+    with pytest.raises(ClaimsError, match="no threshold 'band'"):
+        c.threshold("band")
+    base = dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e", check="holds")
+    with pytest.raises(ClaimsError, match="need tolerance_source"):
+        claims._claim("x", dict(base, thresholds={"tie": 0.5}))
+    with pytest.raises(ClaimsError, match="mapping of names to numbers"):
+        claims._claim("x", dict(base, thresholds={"tie": "half"}, tolerance_source="s"))
+    with pytest.raises(ClaimsError, match="needs why_not_decisive"):
+        claims._claim("x", dict(base, decisive=False))
+    with pytest.raises(ClaimsError, match="belongs to a claim with decisive: false"):
+        claims._claim("x", dict(base, why_not_decisive="because"))
+    assert not claims._claim("x", dict(base, decisive=False, why_not_decisive="no run can")).decisive
 
 
 def test_malformed_claims_fail_in_one_line():
-    with pytest.raises(ClaimsError, match="needs tolerance_source"):
+    with pytest.raises(ClaimsError, match="need tolerance_source"):
         claims._claim("x", dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e",
                                 check="band", band=[0, 1]))
     with pytest.raises(ClaimsError, match="check must be one of"):
@@ -63,7 +93,7 @@ def test_ledger_needs_one_measurement_per_claim_and_applies_the_run_rule():
     assert one.loc[0, "verdict"].startswith("not comparable (1 run of a stochastic quantity")
     two = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("99.20%", value=0.992, runs=2)})
     assert (two.loc[0, "verdict"], two.loc[0, "basis"], two.loc[0, "runs"]) == ("reproduced", "measured", 2)
-    none = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("–", gate="not measured (x)")})
+    none = claims.ledger("mnist_cnn", {"accuracy_12ep": Measured("–", gate=V.not_measured("x"))})
     assert (none.loc[0, "basis"], none.loc[0, "runs"]) == ("none", 0)
     # the tolerance and its source travel with every row, whatever the verdict
     said = claims.load("mnist_cnn")["accuracy_12ep"]

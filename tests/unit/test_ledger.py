@@ -9,70 +9,49 @@ from repro.book import build as book
 from repro.core import ledger, results
 
 
+def _row(verdict="reproduced", **kw):
+    from repro.core import verdicts as V
+    return {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": verdict,
+            "category": V.category_of(verdict).value, "evidence": "t", "basis": "measured", "runs": 3, **kw}
+
+
 def test_verdict_categories():
     assert ledger.category("reproduced") == "reproduced"
     assert ledger.category("not comparable (stand-in data)") == "not comparable"
     assert ledger.category("not testable here (no GPU)") == "not testable here"
     assert ledger.category("differs (+0.12 vs paper)") == "differs"
-    with pytest.raises(ValueError, match="does not start with one of"):
-        ledger.category("looks fine")
+    assert ledger.category("inconsistent (x)") == "inconsistent"
+    for text in ("looks fine", "not measured yet (x)", "reproducedish"):
+        with pytest.raises(ValueError, match="does not start with one of"):
+            ledger.category(text)
 
 
-def test_frame_rejects_incomplete_rows_and_unknown_verdicts():
-    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t",
-           "basis": "measured", "runs": 3}
-    assert list(ledger.frame([row]).columns) == ledger.COLUMNS + [ledger.TOLERANCE]
-    with pytest.raises(ValueError, match="every column"):
-        ledger.frame([{k: v for k, v in row.items() if k != "evidence"}])
-    with pytest.raises(ValueError, match="every column"):
-        ledger.frame([{k: v for k, v in row.items() if k != "basis"}])
+def test_frame_rejects_incomplete_rows_and_mismatched_categories():
+    assert list(ledger.frame([_row()]).columns) == ledger.COLUMNS + [ledger.TOLERANCE]
+    for col in ("evidence", "basis", "category"):
+        with pytest.raises(ValueError, match="every column"):
+            ledger.frame([{k: v for k, v in _row().items() if k != col}])
     with pytest.raises(ValueError):
-        ledger.frame([dict(row, verdict="probably")])
-    with pytest.raises(ValueError, match="basis 'guess' is not one of"):
-        ledger.frame([dict(row, basis="guess")])
-
-
-def test_reproduced_needs_a_measurement_and_two_runs_of_a_random_quantity():
-    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced", "evidence": "t",
-           "basis": "measured", "runs": 1}
-    # the paper's equations on its own inputs: 'consistent', never 'reproduced'
-    with pytest.raises(ValueError, match="'reproduced' needs basis measured or emulated, not 'equations'"):
-        ledger.frame([dict(row, basis="equations")])
-    with pytest.raises(ValueError, match="'consistent' is the verdict of basis 'equations'"):
-        ledger.frame([dict(row, verdict="consistent (own equations)")])
-    eq = ledger.frame([dict(row, verdict="consistent (own equations)", basis="equations", runs=0)])
-    assert ledger.category(eq.loc[0, "verdict"]) == "consistent"
-    # one run of a stochastic quantity is not enough; of an exact one it is; two runs are
-    one = ledger.frame([dict(row, stochastic=True)]).loc[0]
-    assert one["verdict"] == ("not comparable (1 run of a stochastic quantity; a verdict needs >= 2 "
-                              "independent runs; the one run: reproduced)")
-    assert ledger.frame([dict(row)]).loc[0, "verdict"] == "reproduced"
-    assert ledger.frame([dict(row, runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
-    assert ledger.frame([dict(row, basis="emulated", runs=2, stochastic=True)]).loc[0, "verdict"] == "reproduced"
-    # nor can it decide 'differs' or 'partly': the row says what the one run gave
-    for said in ("differs (x)", "partly (y)"):
-        assert ledger.frame([dict(row, verdict=said, stochastic=True)]).loc[0, "verdict"] == (
-            f"not comparable (1 run of a stochastic quantity; a verdict needs >= 2 independent runs; the one run: {said})")
-        assert ledger.frame([dict(row, verdict=said, runs=2, stochastic=True)]).loc[0, "verdict"] == said
-    # other verdicts pass through unchanged
-    assert ledger.frame([dict(row, verdict="not testable here (z)", stochastic=True)]).loc[0, "verdict"] == \
-        "not testable here (z)"
+        ledger.frame([_row("probably", category="reproduced")])
+    with pytest.raises(ValueError, match="do not fit"):
+        ledger.frame([_row("differs (x)", category="reproduced")])
+    with pytest.raises(ValueError, match="do not fit"):
+        ledger.frame([_row(basis="guess")])
     # the tolerance column: given, or "–"
-    assert ledger.frame([dict(row)]).loc[0, ledger.TOLERANCE] == "–"
-    assert ledger.frame([dict(row, tolerance="±1: rounding")]).loc[0, ledger.TOLERANCE] == "±1: rounding"
+    assert ledger.frame([_row()]).loc[0, ledger.TOLERANCE] == "–"
+    assert ledger.frame([_row(tolerance="±1: rounding")]).loc[0, ledger.TOLERANCE] == "±1: rounding"
 
 
 def test_collect_and_markdown_link_to_the_evidence(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
-    ledger.frame([{"paper": "polishchuk2019", "claim": "Adam | best", "paper_value": "best", "ours": "rank 3",
-                   "verdict": "differs (rank 3)", "evidence": "optimizers-claims", "basis": "measured",
-                   "runs": 2, "tolerance": "rank 1 or 2: the paper's wording"}]).to_csv(a / "ledger.csv", index=False)
-    ledger.frame([{"paper": "slampa2017", "claim": "VGG16E < 1", "paper_value": "prediction", "ours": "0.34",
-                   "verdict": "consistent (own equations)", "evidence": "speedup-claims", "basis": "equations", "runs": 0},
-                  {"paper": "slampa2017", "claim": "measured", "paper_value": "m", "ours": "–",
-                   "verdict": "not measured yet (cluster)", "evidence": "speedup-claims", "basis": "none",
-                   "runs": 0}]).to_csv(b / "ledger.csv", index=False)
+    ledger.frame([_row("differs (rank 3)", paper="polishchuk2019", claim="Adam | best", paper_value="best",
+                       ours="rank 3", evidence="optimizers-claims", runs=2,
+                       tolerance="rank 1 or 2: the paper's wording")]).to_csv(a / "ledger.csv", index=False)
+    ledger.frame([_row("consistent (own equations)", paper="slampa2017", claim="VGG16E < 1", paper_value="prediction",
+                       ours="0.34", evidence="speedup-claims", basis="equations", runs=0),
+                  _row("not measured (cluster)", paper="slampa2017", claim="measured", paper_value="m", ours="–",
+                       evidence="speedup-claims", basis="none", runs=0)]).to_csv(b / "ledger.csv", index=False)
     df = ledger.collect({"optimizers": (a, "notebooks/03_optimizers"), "speedup": (b, "notebooks/04_speedup"),
                          "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")})
     assert df["category"].tolist() == ["differs", "consistent", "not measured"]

@@ -1,14 +1,14 @@
-"""The papers' claims, as data, and the one verdict function.
+"""The papers' claims, as data, and the one function from a claim and its measurement to a ledger row.
 
 Every experiment folder has a ``claims.yaml``: one entry per claim of a paper that the experiment
 speaks to. An entry says what the paper claims and how it is checked; the experiment's code only
-measures. It hands one :class:`Measured` per claim id to :func:`ledger`, which applies
-:func:`verdict` and the ledger's rules (:func:`repro.core.ledger.frame`).
+measures. It hands one :class:`Measured` per claim id to :func:`ledger`, which applies :func:`row`
+(the comparison and the basis rules of :mod:`repro.core.verdicts`) to each.
 
 Fields of a claim (``claims.yaml``, a list under ``claims:``)::
 
     id:          short name, unique in the experiment (the code's key)
-    paper:       bibliography key (cloudcost2017, polishchuk2019, slampa2017, savchenko2019)
+    paper:       bibliography key (cloudcost2017, polishchuk2019, slampa2017, savchenko2019, ...)
     text:        the claim, in the ledger's words
     paper_value: what the paper reports, as the ledger shows it
     source:      where in the paper (digest section, table, figure)
@@ -18,8 +18,15 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     reference:   the paper's number itself (a paper whose numbers are not in reported.csv)
     tolerance:   absolute, in the quantity's unit (check within)
     band:        [low, high] (check band)
-    tolerance_source: where the tolerance or band comes from (required with within and band)
+    thresholds:  named numbers the experiment's judge uses to decide the claim (e.g. a tie band)
+    tolerance_source: where the tolerance, band or thresholds come from (required with any of them)
     stochastic:  true when the quantity varies from run to run (then a decisive verdict needs >= 2 runs)
+    decisive:    false for a claim that this package can only gate (not comparable / not testable);
+    why_not_decisive: then required: why no run of ours can decide it
+    rule:        experiment-specific data for how the claim is checked (validated by the experiment)
+
+Every claim that can be decisive has a falsification test (tests/unit/test_falsify_*.py) that feeds
+its judge the claim false and the claim true and sees the verdict flip.
 """
 
 from __future__ import annotations
@@ -32,9 +39,9 @@ import yaml
 
 from repro.core import ledger as _ledger
 from repro.core import paper as _paper
+from repro.core import verdicts as V
 
 CHECKS = ("within", "band", "holds")
-GATES = ("not comparable", "not testable here", "not measured", "partly", "differs")
 _REQUIRED = ("id", "paper", "text", "paper_value", "source", "evidence", "check")
 
 
@@ -57,8 +64,12 @@ class Claim:
     reference_value: float | None = None
     tolerance: float | None = None
     band: tuple[float, float] | None = None
+    thresholds: dict | None = None
     tolerance_source: str = ""
     stochastic: bool = True
+    decisive: bool = True
+    why_not_decisive: str = ""
+    rule: dict | None = None
 
     def reference(self) -> float:
         """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
@@ -66,20 +77,26 @@ class Claim:
             return float(self.reference_value)
         return _paper.value(self.paper, self.reported)
 
+    def threshold(self, name: str) -> float:
+        """A named threshold of ``thresholds`` (raises one line when the claim has none of that name)."""
+        if not self.thresholds or name not in self.thresholds:
+            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives no threshold {name!r}")
+        return float(self.thresholds[name])
+
 
 @dataclass
 class Measured:
     """What an experiment measured for one claim.
 
     ``value`` is compared with the claim's number (check ``within``/``band``), ``holds`` answers a
-    yes/no claim; ``gate`` is a verdict decided before any comparison ("not comparable (stand-in
-    data)", "not testable here (...)", "not measured (...)", "partly (...)", "differs (...)").
-    ``note`` is appended to the verdict in parentheses."""
+    yes/no claim; ``gate`` is a :class:`~repro.core.verdicts.Verdict` decided before any comparison,
+    built by a constructor of :mod:`repro.core.verdicts` (``not_comparable(why)``, ``partly(why)``, ...).
+    ``note`` is added to the verdict's detail."""
 
     ours: str
     value: float | None = None
     holds: bool | None = None
-    gate: str | None = None
+    gate: V.Verdict | None = None
     basis: str = "measured"
     runs: int = 1
     note: str = ""
@@ -101,8 +118,15 @@ def _claim(experiment: str, raw: dict) -> Claim:
         raise ClaimsError(f"{where}: check 'within' needs a tolerance and one of reported, reference")
     if raw["check"] == "band" and len(raw.get("band") or ()) != 2:
         raise ClaimsError(f"{where}: check 'band' needs band: [low, high]")
-    if raw["check"] != "holds" and not raw.get("tolerance_source"):
-        raise ClaimsError(f"{where}: a tolerance or band needs tolerance_source (where it comes from)")
+    if (raw["check"] != "holds" or raw.get("thresholds")) and not raw.get("tolerance_source"):
+        raise ClaimsError(f"{where}: a tolerance, band or thresholds need tolerance_source (where they come from)")
+    if raw.get("thresholds") is not None and not (isinstance(raw["thresholds"], dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw["thresholds"].values())):
+        raise ClaimsError(f"{where}: thresholds is a mapping of names to numbers")
+    if raw.get("decisive", True) is False and not str(raw.get("why_not_decisive", "")).strip():
+        raise ClaimsError(f"{where}: decisive: false needs why_not_decisive (why no run of ours can decide it)")
+    if raw.get("why_not_decisive") and raw.get("decisive", True):
+        raise ClaimsError(f"{where}: why_not_decisive belongs to a claim with decisive: false")
     raw = dict(raw, band=tuple(raw["band"]) if raw.get("band") else None)
     return Claim(**{k: (str(v) if k == "paper_value" else v) for k, v in raw.items()})
 
@@ -124,32 +148,31 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def verdict(claim: Claim, m: Measured) -> str:
-    """The verdict of one claim: the only place where a measurement is compared with a paper."""
-    note = f" ({m.note})" if m.note else ""
-    if m.gate:
-        if not m.gate.startswith(GATES):
-            raise ClaimsError(f"claim {claim.id!r}: a gate starts with one of {', '.join(GATES)}, got {m.gate!r}")
-        return m.gate + note
+def compare(claim: Claim, m: Measured) -> V.Verdict:
+    """The verdict of one measurement before the basis rules: the only place where a measurement is
+    compared with a paper (reproduced/differs for basis measured, consistent/inconsistent otherwise)."""
+    if m.gate is not None:
+        if not isinstance(m.gate, V.Verdict):
+            raise ClaimsError(f"claim {claim.id!r}: a gate is built by repro.core.verdicts, got {m.gate!r}")
+        if m.gate.category in (V.Category.REPRODUCED, V.Category.CONSISTENT):
+            raise ClaimsError(f"claim {claim.id!r}: a gate cannot declare success ({m.gate})")
+        return m.gate.with_note(m.note)
     if claim.check == "holds":
         if m.holds is None:
             raise ClaimsError(f"claim {claim.id!r} (check holds) needs holds=True/False or a gate")
-        ok, detail = bool(m.holds), "the claim does not hold for our numbers"
+        ok = bool(m.holds)
+        why_not = m.note or "the claim does not hold for our numbers"  # the experiment's own words, where given
+        return V.outcome(ok, m.basis, why_not, m.note)
+    if m.value is None:
+        raise ClaimsError(f"claim {claim.id!r} (check {claim.check}) needs a value or a gate")
+    if claim.check == "within":
+        diff = m.value - claim.reference()
+        ok = abs(diff) <= claim.tolerance
+        detail = f"{'+' if diff > 0 else '-'}{_fmt(abs(diff))} vs paper, tolerance {_fmt(claim.tolerance)}"
     else:
-        if m.value is None:
-            raise ClaimsError(f"claim {claim.id!r} (check {claim.check}) needs a value or a gate")
-        if claim.check == "within":
-            diff = m.value - claim.reference()
-            ok = abs(diff) <= claim.tolerance
-            detail = f"{'+' if diff > 0 else '-'}{_fmt(abs(diff))} vs paper, tolerance {_fmt(claim.tolerance)}"
-        else:
-            lo, hi = claim.band
-            ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
-    if ok:
-        return ("consistent" if m.basis == "equations" else "reproduced") + note
-    if claim.check == "holds" and m.note:  # the experiment's own words say how it does not hold
-        return f"differs ({m.note})"
-    return f"differs ({detail})" + note
+        lo, hi = claim.band
+        ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
+    return V.outcome(ok, m.basis, detail).with_note(m.note)
 
 
 def tolerance_text(claim: Claim) -> str:
@@ -161,6 +184,20 @@ def tolerance_text(claim: Claim) -> str:
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 
 
+def row(claim: Claim, m: Measured) -> dict:
+    """The ledger row of one claim and its measurement: :func:`compare`, then the basis rules
+    (:func:`repro.core.verdicts.settle`); a row with no value of ours has basis ``none``."""
+    nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
+    basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
+    try:
+        verdict = V.settle(compare(claim, m), basis, runs, claim.stochastic)
+    except V.VerdictError as err:
+        raise ClaimsError(f"claim {claim.id!r}: {err}") from None
+    return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
+            "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
+            "basis": str(basis), "runs": int(runs), _ledger.TOLERANCE: tolerance_text(claim)}
+
+
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments"):
     """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it."""
     claims = load(experiment, package)
@@ -168,12 +205,4 @@ def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro
     if missing or unknown:
         raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
                           f"measurements for unknown claims {sorted(unknown)}")
-    rows = []
-    for cid, claim in claims.items():
-        m = measured[cid]
-        nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
-        basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
-        rows.append({"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
-                     "verdict": verdict(claim, m), "evidence": m.evidence or claim.evidence, "basis": basis, "runs": runs,
-                     "stochastic": claim.stochastic, _ledger.TOLERANCE: tolerance_text(claim)})
-    return _ledger.frame(rows)
+    return _ledger.frame([row(claim, measured[cid]) for cid, claim in claims.items()])

@@ -1,0 +1,164 @@
+"""Typed verdicts, and the one rule from a claim and its measurement to a ledger row.
+
+A verdict is a :class:`Category` and a detail. The category a row may carry depends on its
+**basis**, what stands behind it (:class:`Basis`):
+
+* ``measured`` (our runs on real hardware): *reproduced*, *partly* or *differs*, and only with
+  at least :data:`MIN_RUNS` runs where the quantity is stochastic (one run decides nothing: the row
+  becomes *not comparable* and says what that run gave);
+* ``equations`` (the paper's own equations or arithmetic on its own inputs), ``emulated`` (a replay
+  of the paper's hardware on this machine) and ``model`` (an analytic model of that hardware):
+  *consistent* or *inconsistent*, never *reproduced* or *differs*: they check that the paper's
+  numbers agree with each other or with a model, not that they happen again;
+* any basis: *not comparable*, *not testable here*, *not measured* (gates: decided before any
+  comparison, each with the reason).
+
+Experiments build gates with the constructors (:func:`not_comparable`, :func:`partly`, ...), never
+as free text; :func:`judge` is the only place where a measurement is compared with a paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Category(str, Enum):
+    REPRODUCED = "reproduced"
+    CONSISTENT = "consistent"
+    INCONSISTENT = "inconsistent"
+    PARTLY = "partly"
+    DIFFERS = "differs"
+    NOT_COMPARABLE = "not comparable"
+    NOT_TESTABLE = "not testable here"
+    NOT_MEASURED = "not measured"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Basis(str, Enum):
+    MEASURED = "measured"
+    EMULATED = "emulated"
+    MODEL = "model"
+    EQUATIONS = "equations"
+    NONE = "none"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+MIN_RUNS = 2  # independent runs behind a decisive verdict on a stochastic quantity
+OBSERVED = frozenset({Category.REPRODUCED, Category.PARTLY, Category.DIFFERS})  # basis measured only
+CHECKED = frozenset({Category.CONSISTENT, Category.INCONSISTENT})  # equations, emulated, model
+DECISIVE = OBSERVED | CHECKED
+CHECK_BASES = frozenset({Basis.EQUATIONS, Basis.EMULATED, Basis.MODEL})
+
+
+class VerdictError(ValueError):
+    """A verdict that the ledger's rules forbid (one line)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A category and its detail (why, or what the comparison gave)."""
+
+    category: Category
+    detail: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "category", Category(self.category))
+        if not isinstance(self.detail, str):
+            raise VerdictError(f"a verdict's detail is text, got {type(self.detail).__name__}")
+
+    @property
+    def decisive(self) -> bool:
+        return self.category in DECISIVE
+
+    def with_note(self, note: str) -> Verdict:
+        """The same verdict with ``note`` appended to its detail."""
+        if not note:
+            return self
+        return Verdict(self.category, f"{self.detail}; {note}" if self.detail else note)
+
+    def __str__(self) -> str:
+        return f"{self.category.value} ({self.detail})" if self.detail else self.category.value
+
+
+def _why(category: Category, why: str) -> Verdict:
+    if not str(why).strip():
+        raise VerdictError(f"a '{category.value}' verdict needs its reason")
+    return Verdict(category, str(why))
+
+
+def reproduced(detail: str = "") -> Verdict:
+    return Verdict(Category.REPRODUCED, detail)
+
+
+def consistent(detail: str = "") -> Verdict:
+    return Verdict(Category.CONSISTENT, detail)
+
+
+def inconsistent(why: str) -> Verdict:
+    return _why(Category.INCONSISTENT, why)
+
+
+def partly(why: str) -> Verdict:
+    return _why(Category.PARTLY, why)
+
+
+def differs(why: str) -> Verdict:
+    return _why(Category.DIFFERS, why)
+
+
+def not_comparable(why: str) -> Verdict:
+    return _why(Category.NOT_COMPARABLE, why)
+
+
+def not_testable(why: str) -> Verdict:
+    return _why(Category.NOT_TESTABLE, why)
+
+
+def not_measured(why: str) -> Verdict:
+    return _why(Category.NOT_MEASURED, why)
+
+
+def outcome(ok: bool, basis: Basis | str, why_not: str, detail: str = "") -> Verdict:
+    """The verdict of a comparison that passed (``ok``) or failed, in the words of ``basis``:
+    reproduced/differs for measured, consistent/inconsistent for equations, emulated and model."""
+    basis = Basis(basis)
+    if basis in CHECK_BASES:
+        return consistent(detail) if ok else inconsistent(why_not)
+    if basis is Basis.MEASURED:
+        return reproduced(detail) if ok else differs(why_not)
+    raise VerdictError(f"basis {basis.value!r} has no measurement to compare")
+
+
+def settle(v: Verdict, basis: Basis | str, runs: int, stochastic: bool) -> Verdict:
+    """``v`` as the ledger's rules allow it on ``basis`` (module docstring); raises on a contradiction."""
+    if not isinstance(v, Verdict):
+        raise VerdictError(f"a verdict is built by repro.core.verdicts, not given as {type(v).__name__}: {v!r}")
+    try:
+        basis = Basis(basis)
+    except ValueError:
+        raise VerdictError(f"basis {basis!r} is not one of: {', '.join(b.value for b in Basis)}") from None
+    if int(runs) < 0:
+        raise VerdictError(f"runs must be >= 0, got {runs}")
+    if v.category in OBSERVED and basis is not Basis.MEASURED:
+        raise VerdictError(f"'{v.category.value}' needs basis measured, not {basis.value!r}: {v}")
+    if v.category in CHECKED and basis not in CHECK_BASES:
+        raise VerdictError(f"'{v.category.value}' is a verdict of basis equations, emulated or model, "
+                           f"not {basis.value!r}: {v}")
+    if v.category in OBSERVED and stochastic and int(runs) < MIN_RUNS:
+        return not_comparable(f"{int(runs)} run of a stochastic quantity; a verdict needs >= {MIN_RUNS} "
+                              f"independent runs; the one run: {v}")
+    return v
+
+
+def category_of(text: str) -> Category:
+    """The category of a verdict as a stored ledger writes it (``ledger.csv``'s ``category`` column,
+    or, in a ledger without one, the start of its ``verdict`` text)."""
+    for cat in sorted(Category, key=lambda c: len(c.value), reverse=True):
+        if text == cat.value or text.startswith(cat.value + " ("):
+            return cat
+    raise VerdictError(f"verdict {text!r} does not start with one of: {', '.join(c.value for c in Category)}")

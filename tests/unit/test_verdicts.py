@@ -1,0 +1,64 @@
+"""Typed verdicts and the basis rules (repro.core.verdicts)."""
+
+import pytest
+
+from repro.core import verdicts as V
+from repro.core.verdicts import Basis, Category, VerdictError
+
+
+def test_constructors_build_typed_verdicts_and_gates_need_a_reason():
+    assert str(V.reproduced()) == "reproduced"
+    assert str(V.not_comparable("stand-in data")) == "not comparable (stand-in data)"
+    assert V.partly("x").category is Category.PARTLY and V.partly("x").decisive
+    assert not V.not_measured("x").decisive and not V.not_testable("x").decisive
+    for make in (V.inconsistent, V.partly, V.differs, V.not_comparable, V.not_testable, V.not_measured):
+        with pytest.raises(VerdictError, match="needs its reason"):
+            make("  ")
+    assert str(V.differs("a").with_note("b")) == "differs (a; b)"
+    assert str(V.consistent().with_note("b")) == "consistent (b)"
+    with pytest.raises(AttributeError):
+        V.reproduced().category = Category.DIFFERS  # frozen
+
+
+def test_outcome_speaks_the_language_of_its_basis():
+    assert V.outcome(True, "measured", "no").category is Category.REPRODUCED
+    assert V.outcome(False, "measured", "no") == V.differs("no")
+    for basis in ("equations", "emulated", "model"):
+        assert V.outcome(True, basis, "no").category is Category.CONSISTENT
+        assert V.outcome(False, basis, "no") == V.inconsistent("no")
+    with pytest.raises(VerdictError, match="no measurement"):
+        V.outcome(True, "none", "no")
+
+
+@pytest.mark.parametrize("basis", ["equations", "emulated", "model", "none"])
+def test_observed_categories_need_basis_measured(basis):
+    for v in (V.reproduced(), V.differs("x"), V.partly("y")):
+        with pytest.raises(VerdictError, match="needs basis measured"):
+            V.settle(v, basis, 2, stochastic=False)
+
+
+@pytest.mark.parametrize("basis", ["measured", "none"])
+def test_checked_categories_need_a_check_basis(basis):
+    for v in (V.consistent(), V.inconsistent("x")):
+        with pytest.raises(VerdictError, match="equations, emulated or model"):
+            V.settle(v, basis, 0, stochastic=False)
+
+
+def test_one_run_of_a_stochastic_quantity_decides_nothing():
+    for v in (V.reproduced(), V.differs("x"), V.partly("y")):
+        one = V.settle(v, "measured", 1, stochastic=True)
+        assert one == V.not_comparable("1 run of a stochastic quantity; a verdict needs >= 2 independent "
+                                       f"runs; the one run: {v}")
+        assert V.settle(v, "measured", 2, stochastic=True) == v
+        assert V.settle(v, "measured", 1, stochastic=False) == v
+    assert V.settle(V.consistent(), Basis.EMULATED, 1, stochastic=True) == V.consistent()
+    assert V.settle(V.not_testable("z"), "none", 0, stochastic=True) == V.not_testable("z")
+
+
+def test_settle_refuses_untyped_verdicts_and_unknown_bases():
+    with pytest.raises(VerdictError, match="built by repro.core.verdicts"):
+        V.settle("reproduced", "measured", 2, stochastic=False)
+    with pytest.raises(VerdictError, match="basis 'guess'"):
+        V.settle(V.reproduced(), "guess", 2, stochastic=False)
+    with pytest.raises(VerdictError, match="runs must be"):
+        V.settle(V.reproduced(), "measured", -1, stochastic=False)
