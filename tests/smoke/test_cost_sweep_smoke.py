@@ -11,7 +11,7 @@ import os
 import pandas as pd
 import pytest
 
-from repro.core import ledger
+from repro.core import claims, ledger
 from repro.experiments.cost_study import sweep
 
 
@@ -49,15 +49,18 @@ def test_smoke_notebook_results(smoke_runs):
     pvo = pd.read_csv(run_dir / "paper_vs_ours.csv")
     assert len(pvo) >= 6
     f = pvo.set_index("finding")["verdict"]
-    gpu_findings = [k for k in f.index if "GPU" in k]
-    assert len(gpu_findings) == 4
+    said = claims.load("cost_study")
+    gpu_findings = [said[c].text for c in ("gpu_mnist_faster_dearer", "gpu_cifar_cost_saving",
+                                            "vendor_gpu_speedup_overstated", "cpu_vs_gpu_ram")]
     if not prov["hardware"].get("gpus"):  # each GPU finding says why it cannot be tested, and nothing else is claimed
         assert all(f[k].startswith("not testable here (no GPU") for k in gpu_findings), f[gpu_findings].tolist()
     if (os.cpu_count() or 1) < 8:
         assert f["8-12 CPU cores are cost-optimal for MNIST"].startswith(f"not testable here (only 1..{os.cpu_count()} cores")
     assert f["training needs far more memory than the weights (source [11]: ResNet-50)"].startswith("not comparable")
     led = pd.read_csv(run_dir / "ledger.csv")
-    assert list(led.columns) == ledger.COLUMNS + [ledger.TOLERANCE] and len(led) == len(pvo)
+    assert list(led.columns) == ledger.COLUMNS + [ledger.TOLERANCE] and len(led) == len(pvo) == len(said)
+    sums = led.set_index("claim").loc[said["gpu_dearer_so_cpu_optimal"].text]  # the paper's own numbers
+    assert (sums["category"], sums["basis"]) == ("consistent", "equations")
     assert pvo["verdict"].str.contains("not testable here").sum() >= 4  # 2 cores, no GPU, no Docker engine
     phases = pd.read_csv(run_dir / "phases.csv")
     assert set(phases["kind"]) == {"measured here", "assumption"}

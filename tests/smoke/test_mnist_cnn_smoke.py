@@ -19,7 +19,14 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert summary["parameters"] == 1_199_882
     table = pd.read_csv(run / "paper_vs_ours.csv")
     assert table.loc[0, "paper"] == pytest.approx(0.9925)
-    assert table.loc[0, "verdict"].startswith("not comparable")
+    assert table.loc[0, "ours"] == pytest.approx(summary["final_test_accuracy"])
+    assert table.loc[0, "verdict"] == (
+        "not comparable (dataset mnist_subset, not full MNIST; 4,000 training images, not 60,000; 2 epochs, not 12; "
+        "optimizer Adam, the Keras example's is Adadelta)")
+    row = pd.read_csv(run / "ledger.csv").iloc[0]
+    assert (row["paper"], row["category"], row["basis"], int(row["runs"])) == (
+        "keras_mnist_cnn", "not comparable", "measured", 1)
+    assert row["ours"] == f"{summary['final_test_accuracy']:.2%}"
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["status"] == "complete" and prov["profile"] == "smoke"
     assert prov["datasets"][0]["name"] == "mnist_subset" and prov["datasets"][0]["stand_in_for"] == "mnist"

@@ -77,5 +77,15 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
     assert shared.query("optimizer == 'adam' and epoch == 2")["test_accuracy"].iloc[0] > 0.2
     tuning = pd.read_csv(run / "tuning.csv")
     assert len(tuning) == len(p["optimizers"]) * len(p["lr_grid"]) and tuning.groupby("optimizer")["best"].sum().eq(1).all()
-    verdicts = pd.read_csv(run / "paper_vs_ours.csv")["verdict"]
-    assert len(verdicts) == 7 and verdicts.str.startswith("not comparable").all()
+    table = pd.read_csv(run / "paper_vs_ours.csv").set_index("optimizer")
+    summary = pd.read_csv(run / "summary.csv").query("variant == 'shared'").set_index("optimizer")
+    assert len(table) == 7
+    for opt, label in optimizers.LABELS.items():
+        assert table.loc[label, "ours_final_accuracy"] == pytest.approx(summary.loc[opt, "final_accuracy"])
+        assert table.loc[label, "ours_rank"] == summary.loc[opt, "rank"]
+    gate = (f"not comparable (mnist_subset_rgb32 stands in for cifar10; {p['train_samples']:,} training images, "
+            f"not 50,000; {p['epochs']} epochs, not 150)")
+    assert (table["verdict"] == gate).all()
+    led = pd.read_csv(run / "ledger.csv")
+    assert (led["category"] == "not comparable").all() and (led["basis"] == "measured").all()
+    assert (led["runs"] == len(p["seeds"])).all()

@@ -18,7 +18,7 @@ def _verdict(c, m):
 
 
 def test_within_uses_the_reported_number_and_the_tolerance():
-    c = _claim(check="within", reported="mnist_cnn_test_accuracy_12ep", tolerance=0.005, tolerance_source="x")
+    c = _claim(paper="keras_mnist_cnn", check="within", reported="mnist_cnn_test_accuracy_12ep", tolerance=0.005, tolerance_source="x")
     assert c.reference() == pytest.approx(0.9925)
     assert _verdict(c, Measured("99.1%", value=0.991, runs=2)) == "reproduced"
     assert _verdict(c, Measured("98%", value=0.98, runs=2)) == "differs (-0.0125 vs paper, tolerance 0.005)"

@@ -28,9 +28,22 @@ def test_verdict_logic_on_hand_made_inputs():
 
 
 def test_paper_values_are_data():
-    assert paper.value("cloudcost2017", "mnist_cnn_test_accuracy_12ep") == pytest.approx(0.9925)
+    assert paper.value("keras_mnist_cnn", "mnist_cnn_test_accuracy_12ep") == pytest.approx(0.9925)
+    with pytest.raises(KeyError):  # the figure is the Keras example's: cloudcost2017 reports no accuracy
+        paper.value("cloudcost2017", "mnist_cnn_test_accuracy_12ep")
     with pytest.raises(KeyError):
         paper.value("cloudcost2017", "nonexistent")
+
+
+def test_the_accuracy_row_cites_the_keras_example():
+    from repro.core import claims
+
+    claim = claims.load(mnist_cnn.NAME)["accuracy_12ep"]
+    assert claim.paper == "keras_mnist_cnn" and claim.reference() == pytest.approx(0.9925)
+    m = mnist_cnn.accuracy({"final_test_accuracy": 0.9910}, {"epochs": 12}, {"name": "mnist", "n_train": 60000},
+                           optimizer="Adadelta", runs=2)
+    row = claims.row(claim, m)
+    assert (row["paper"], row["category"], row["basis"], row["runs"]) == ("keras_mnist_cnn", "reproduced", "measured", 2)
 
 
 def test_model_follows_the_paper():

@@ -6,6 +6,7 @@ import yaml
 
 from repro.book import build
 from repro.core import claims, harness, params
+from repro.core import verdicts as V
 
 
 class Counting:
@@ -27,7 +28,7 @@ class Counting:
 
     def judge(self, result):
         acc = float(result.tables["history"]["test_accuracy"].iloc[-1])
-        return {"accuracy_12ep": claims.Measured(f"{acc:.2%}", value=acc, gate="not comparable (a test)")}
+        return {"accuracy_12ep": claims.Measured(f"{acc:.2%}", value=acc, gate=V.not_comparable("a test"))}
 
 
 def test_a_finished_run_is_read_back_not_trained_again(results_root):

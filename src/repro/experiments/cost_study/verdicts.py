@@ -11,21 +11,24 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.core import claims, paper
+from repro.core import verdicts as V
 from repro.core.claims import Measured
 from repro.core.provenance import BACKEND_NAMES
 from repro.experiments.cost_study import cost as _cost
 
 NAME = "cost_study"
 PAPER = "cloudcost2017"
-PAPER_CPU_CORES = 12  # finding 2 compares one GPU with 12 CPU cores (digest §3)
 
 
 def _rv(ident: str) -> float:
     return paper.value(PAPER, ident)
 
 
-def _no_gpu(summary: dict) -> str:
-    return f"not testable here ({summary['gpu']['reason']})"
+PAPER_CPU_CORES = int(_rv("gpu_reference_cpu_cores"))  # finding 2 compares one GPU with 12 CPU cores
+
+
+def _no_gpu(summary: dict) -> V.Verdict:
+    return V.not_testable(summary["gpu"]["reason"])
 
 
 def gpu_vs_cpu(tables: dict, net: str, ref: str):
@@ -59,13 +62,13 @@ def _has_gpu_runs(tables: dict) -> bool:
 PAPER_GPU = "K80"  # the paper's GPU (digest §3: Azure NC6/NC12, half or a whole K80)
 
 
-def _other_gpu(summary: dict) -> str:
-    """The gate of a GPU finding measured on another GPU than the paper's K80 ("" on a K80): the
+def _other_gpu(summary: dict) -> V.Verdict | None:
+    """The gate of a GPU finding measured on another GPU than the paper's K80 (None on a K80): the
     speed-up and the cost ratio are properties of the GPU generation and its price."""
     model = str((summary.get("gpu") or {}).get("model") or "")
     if _cost.same_gpu(PAPER_GPU, model):
-        return ""
-    return f"not comparable (the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'})"
+        return None
+    return V.not_comparable(f"the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'}")
 
 
 def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
@@ -84,10 +87,10 @@ def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
                  + (" (a measured configuration)" if extr["kind"].iloc[0] == "measured" else " (an extrapolation)"))
     ours += f" [{ref} prices]"
     if not len(meas):
-        return Measured(ours, gate="not testable here (the MNIST network was not in this run)", basis="none")
+        return Measured(ours, gate=V.not_testable("the MNIST network was not in this run"), basis="none")
     if max_k < hi:
-        return Measured(ours, runs=p["repetitions"], gate=f"not testable here (only 1..{max_k} cores on this "
-                                                           f"machine; {lo}-{hi} is beyond what we can measure)")
+        return Measured(ours, runs=p["repetitions"], gate=V.not_testable(
+            f"only 1..{max_k} cores on this machine; {lo}-{hi} is beyond what we can measure"))
     return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices")
 
 
@@ -98,9 +101,9 @@ def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
     ours = f"{speed:.2f}x faster than {kc} cores" + (f"; cost ratio {ratio[0]:.2f} ({ratio[1]})" if ratio else "")
-    gate = _other_gpu(summary) or (f"not comparable (reference is {kc} cores, not {PAPER_CPU_CORES})"
-                                   if kc != PAPER_CPU_CORES else "")
-    if gate:
+    gate = _other_gpu(summary) or (V.not_comparable(f"reference is {kc} cores, not {PAPER_CPU_CORES}")
+                                   if kc != PAPER_CPU_CORES else None)
+    if gate is not None:
         return Measured(ours, runs=p["repetitions"], gate=gate)
     s_lo, s_hi = _rv("gpu_speedup_mnist_min"), _rv("gpu_speedup_mnist_max")
     r_lo, r_hi = _rv("gpu_cost_ratio_mnist_min"), _rv("gpu_cost_ratio_mnist_max")
@@ -115,7 +118,7 @@ def gpu_cifar_cost_saving(tables: dict, p: dict, summary: dict) -> Measured:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
     if ratio is None:
-        return Measured("-", gate="not testable here (no priced GPU instance)", basis="none")
+        return Measured("-", gate=V.not_testable("no priced GPU instance"), basis="none")
     return Measured(f"GPU costs {ratio[0]:.2f}x the {kc}-core CPU run ({ratio[1]})", value=ratio[0],
                     runs=p["repetitions"], gate=_other_gpu(summary))
 
@@ -136,12 +139,12 @@ def docker_no_worse(summary: dict) -> Measured:
     """Nothing of ours: no bare-metal run and a Docker run of the same profile to compare."""
     docker = summary["docker"]
     if docker["inside_docker"] and not docker["docker_engine"]:
-        gate = (f"not testable here (this run is itself inside a container, with no bare-metal run to compare with, "
-                f"and {docker['reason']})")
+        gate = V.not_testable(f"this run is itself inside a container, with no bare-metal run to compare with, "
+                              f"and {docker['reason']}")
     elif docker["inside_docker"]:
-        gate = "not testable here (this run is inside a container; compare it with a bare-metal run of the same profile)"
+        gate = V.not_testable("this run is inside a container; compare it with a bare-metal run of the same profile")
     else:
-        gate = f"not testable here ({docker['reason']}; the Dockerfile runs the same sweep where an engine exists)"
+        gate = V.not_testable(f"{docker['reason']}; the Dockerfile runs the same sweep where an engine exists")
     return Measured("inside a container" if docker["inside_docker"] else "bare metal only", gate=gate, basis="none")
 
 
@@ -151,7 +154,7 @@ def memory_over_weights(tables: dict, p: dict) -> Measured:
     runs = tables.get("runs")
     names = sorted(set(runs["backend"].dropna())) if runs is not None and "backend" in runs else []
     framework = " and ".join(BACKEND_NAMES.get(n, n) for n in names) or "TensorFlow"  # older runs: TensorFlow only
-    gate = f"not comparable (other networks; process RSS includes {framework} itself)"
+    gate = V.not_comparable(f"other networks; process RSS includes {framework} itself")
     cpu_mem = memory[memory["device"] == "cpu"] if len(memory) else memory
     if not len(cpu_mem):
         return Measured("-", gate=gate, basis="none")
@@ -165,7 +168,31 @@ def cpu_vs_gpu_ram(tables: dict, p: dict, summary: dict) -> Measured:
     """CPU against GPU memory: only with GPU runs; without them the CPU side alone says nothing."""
     if not _has_gpu_runs(tables):
         return Measured("CPU peak RSS only", gate=_no_gpu(summary), basis="none")
-    return Measured("see the memory table", gate="not comparable (no number in the paper)", runs=p["repetitions"])
+    return Measured("see the memory table", gate=V.not_comparable("no number in the paper"),
+                    runs=p["repetitions"])
+
+
+def _reported(reported: pd.DataFrame, ident: str) -> float:
+    row = reported[(reported["paper"] == PAPER) & (reported["id"] == ident)]
+    if row.empty:
+        raise KeyError(f"no reported value {PAPER}/{ident}")
+    return float(row["value"].iloc[0])
+
+
+def gpu_dearer_so_cpu_optimal(reported: pd.DataFrame) -> Measured:
+    """Finding 2 against the paper's cost optimum, on the paper's own numbers (``reported``: the table of
+    :func:`repro.core.paper.reported`): cost is formula (1)'s billed time times the hourly price, so a GPU
+    run that costs more than the 12-core CPU run (ratio above the claim's ``same_cost_ratio``) cannot be the
+    cheapest MNIST configuration, as the paper's optimum (CPU cores, no GPU) says."""
+    at = claims.load(NAME)["gpu_dearer_so_cpu_optimal"].threshold("same_cost_ratio")
+    lo, hi = _reported(reported, "gpu_cost_ratio_mnist_min"), _reported(reported, "gpu_cost_ratio_mnist_max")
+    cores = int(_reported(reported, "gpu_reference_cpu_cores"))
+    k_lo, k_hi = int(_reported(reported, "cost_optimal_cores_min")), int(_reported(reported, "cost_optimal_cores_max"))
+    ours = (f"GPU cost {lo:g}-{hi:g}x the {cores}-core run on MNIST; reported optimum {k_lo}-{k_hi} cores, no GPU")
+    ok = lo > at
+    why = (f"the lowest cost ratio, {lo:g}, is above {at:g}: every GPU run is dearer than the {cores}-core one"
+           if ok else f"at a cost ratio of {lo:g} (not above {at:g}) the GPU run would be the cheaper one")
+    return Measured(ours, holds=ok, basis="equations", runs=1, note=why)
 
 
 def measure_claims(tables: dict[str, pd.DataFrame], p: dict, summary: dict) -> dict[str, Measured]:
@@ -178,6 +205,7 @@ def measure_claims(tables: dict[str, pd.DataFrame], p: dict, summary: dict) -> d
         "docker_no_worse": docker_no_worse(summary),
         "memory_over_weights": memory_over_weights(tables, p),
         "cpu_vs_gpu_ram": cpu_vs_gpu_ram(tables, p, summary),
+        "gpu_dearer_so_cpu_optimal": gpu_dearer_so_cpu_optimal(paper.reported()),
     }
 
 

@@ -1,4 +1,4 @@
-"""The `cloudcost2017` MNIST CNN trained with Adam: the spine's first experiment.
+"""The `cloudcost2017` MNIST CNN (the Keras mnist_cnn example) trained with Adam: the spine's first experiment.
 
 ``run(profile, overrides, run_dir)`` trains the network, writes ``history.csv`` (one row
 per epoch), ``summary.json`` and ``paper_vs_ours.csv`` to the run directory and returns
@@ -11,6 +11,7 @@ import pandas as pd
 
 from repro.book import plots
 from repro.core import claims, harness, paper
+from repro.core import verdicts as V
 from repro.core.harness import Result
 from repro.ml import data as _data
 from repro.ml import models, optim, training
@@ -54,7 +55,7 @@ def accuracy(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINE
     problems = protocol(params, dataset, optimizer)
     acc = summary["final_test_accuracy"]
     return claims.Measured(ours=f"{acc:.2%}" + (f" (mean of {runs} seeds)" if runs > 1 else ""), value=acc, runs=runs,
-                           gate=f"not comparable ({'; '.join(problems)})" if problems else None)
+                           gate=V.not_comparable("; ".join(problems)) if problems else None)
 
 
 def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH,

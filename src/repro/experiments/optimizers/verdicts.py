@@ -7,6 +7,7 @@ import pandas as pd
 
 from repro.core import claims as _claims
 from repro.core import paper
+from repro.core import verdicts as V
 
 from .common import LABELS, NAME
 
@@ -14,7 +15,7 @@ from .common import LABELS, NAME
 ACCURACY_CLAIMS = {"sgd": "sgd_accuracy", "momentum": "momentum_accuracy", "nesterov": "nesterov_accuracy",
                    "rmsprop": "rmsprop_accuracy", "adam": "adam_best", "adagrad": "adagrad_accuracy",
                    "nadam": "nadam_close"}
-NO_HARDWARE = "not comparable (the paper's hardware is not stated)"
+NO_HARDWARE = V.not_comparable("the paper's hardware is not stated")
 
 
 def comparable(params: dict, dataset: dict) -> tuple[bool, str]:
@@ -37,10 +38,10 @@ def shared(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _not_measured(why: str) -> _claims.Measured:
-    return _claims.Measured(ours="–", basis="none", runs=0, gate=f"not measured ({why})")
+    return _claims.Measured(ours="–", basis="none", runs=0, gate=V.not_measured(why))
 
 
-def _accuracy(opt: str, s: pd.DataFrame, gate: str | None) -> _claims.Measured:
+def _accuracy(opt: str, s: pd.DataFrame, gate: V.Verdict | None) -> _claims.Measured:
     """The measurement behind the accuracy claim of ``opt`` (rank for Adam, gap to Adam for Nadam)."""
     if opt not in s.index:
         return _not_measured(f"{LABELS[opt]} was not trained in this run")
@@ -64,7 +65,7 @@ def top_two(s: pd.DataFrame) -> set[str]:
 def measurements(summary: pd.DataFrame, params: dict, dataset: dict) -> dict[str, _claims.Measured]:
     """One :class:`~repro.core.claims.Measured` per claim id, from the ``summary`` table of a run."""
     ok, why = comparable(params, dataset)
-    gate = None if ok else f"not comparable ({why})"
+    gate = None if ok else V.not_comparable(why)
     s = shared(summary)
     out = {cid: _accuracy(opt, s, gate) for opt, cid in ACCURACY_CLAIMS.items()}
     if s.empty:
