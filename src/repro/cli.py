@@ -95,8 +95,36 @@ def _cmd_predict(args) -> int:
     cols = ["method", "workers", "images_per_s", "efficiency", "compute_s", "comm_s"]
     print(f"{args.model} on {prof.name} ({prof.link} links), batch {args.batch} per worker: the analytic model "
           "(repro.cluster.perfmodel), no measurement")
+    if prof.instance:
+        table, head = epoch_costs(table, prof, args.prices)
+        cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
+        print(head)
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return 0
+
+
+def epoch_costs(table, prof, prices_path: str | None = None):
+    """The cost of one epoch of ``prof.epoch_images`` images on the instance the profile names in the cost
+    study's price table: ceil(workers / processes) instances, each billed ceil(T / step) x step x price / 3600
+    for T = epoch_images / images_per_s (the provider's step and minimum); ``cheapest`` marks each method's
+    cheapest worker count. Returns the table with these columns and a line saying what was priced."""
+    import math
+
+    from repro.experiments.cost_study import cost as _cost
+
+    inst, prices = prof.instance, _cost.load_prices(prices_path)
+    row, bill = prices.instance(inst["provider"], inst["name"]), prices.provider(inst["provider"])
+    seconds = prof.epoch_images / table["images_per_s"]
+    nodes = [math.ceil(n / inst["processes"]) for n in table["workers"]]
+    money = [k * _cost.cost(t, float(row["price_per_hour"]), float(bill["billing_step_s"]), float(bill["minimum_s"]))
+             for k, t in zip(nodes, seconds)]
+    out = table.assign(instances=nodes, epoch_s=seconds.to_numpy(), cost_per_epoch=money)
+    least = out.groupby("method")["cost_per_epoch"].transform("min")
+    out["cheapest"] = ["*" if c == m else "" for c, m in zip(out["cost_per_epoch"], least)]
+    head = (f"cost per epoch of {prof.epoch_images} images, priced as {inst['provider']} {inst['name']} "
+            f"({float(row['price_per_hour']):g} {prices.currency}/h, {row['source']}; {inst['processes']} processes "
+            f"per instance, billed in steps of {float(bill['billing_step_s']):g} s); * the cheapest N per method")
+    return out, head
 
 
 def _run_dirs(args) -> list[Path]:
@@ -219,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ps", type=int, default=1, help="parameter servers")
     p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
     p.add_argument("--validate", metavar="RUN_DIR", help="a published emulated distributed run: model vs emulation")
+    p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
+                                                   "instance (default: the cost study's prices.yaml)")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("data", help="datasets")

@@ -100,3 +100,28 @@ def test_the_distributed_chapter_shows_the_model_at_the_papers_process_counts():
     ten = pred.query("method == 'horovod' and workers == 10").set_index("model")["horovod_over_ps_sync"]
     # what the paper's 'almost twice' becomes on its own hardware: the heavy VGGs far above, the rest below 2
     assert ten["vgg16"] > 3 and ten["inception_v3"] < 1.6 and len(ten) == 5
+
+
+def test_repro_predict_prices_an_epoch_where_the_profile_names_an_instance(tmp_path, capsys):
+    """Cost per epoch: ceil(N / processes) instances, each billed ceil(T / step) x step x price / 3600,
+    T = epoch images / images per second; '*' marks each method's cheapest N."""
+    import math
+
+    prof = hardware.load("k80-p2.16xlarge")
+    assert prof.instance == {"provider": "azure", "name": "NC24", "processes": 4} and prof.epoch_images == 50_000
+    table = perfmodel.predict(prof, "vgg16", "horovod", [1, 4, 8, 20], 32)
+    out, head = cli.epoch_costs(table, prof)
+    assert "priced as azure NC24 (3.6 USD/h" in head and "50000 images" in head
+    assert list(out["instances"]) == [1, 1, 2, 5]
+    t = 50_000 / table["images_per_s"]
+    want = [k * math.ceil(s / 60) * 60 * 3.6 / 3600 for k, s in zip([1, 1, 2, 5], t)]
+    assert list(out["cost_per_epoch"]) == pytest.approx(want)
+    assert list(out["cheapest"]) == ["*" if c == min(want) else "" for c in want]
+    # a profile's own epoch size: twice the images, twice the seconds
+    doubled = dataclasses.replace(prof, epoch_images=100_000)
+    assert cli.epoch_costs(table, doubled)[0]["epoch_s"].iloc[0] == pytest.approx(2 * t.iloc[0])
+    assert cli.main(["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "horovod,ps_sync",
+                     "--workers", "1,4,8"]) == 0
+    printed = capsys.readouterr().out
+    assert "cost_per_epoch" in printed and printed.count("*") >= 2
+    assert hardware.load("gtx970-1gbit").instance is None  # no instance named: no cost columns

@@ -28,6 +28,7 @@ _UNIT = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 # TCP payload per byte on an Ethernet link with MTU 1500: 1448 bytes of data (20 IP + 32 TCP
 # header with timestamps) in 1514 bytes on the wire (+14 Ethernet), the share tbf's rate carries
 GOODPUT = 1448 / 1514
+EPOCH_IMAGES = 50_000  # images per epoch for `repro predict`'s cost where a profile gives none (CIFAR-10's training set)
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
 
 
@@ -45,6 +46,9 @@ class Profile:
     batch: int | None = None
     ps_on_workers: bool = False  # PS task k on worker k's node (the thesis' distributed server)
     latency_s: float = 0.0  # per message (an all-reduce hop, a push or a pull); 0: the emulation's links have none
+    in_words: str = ""  # the profile's deciding numbers in a few words ("K80 t_grad and 25 Gb/s")
+    instance: dict | None = None  # {provider, name, processes}: a priced instance of the cost study's table
+    epoch_images: int = EPOCH_IMAGES  # images of one epoch, for the cost per epoch
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -107,7 +111,18 @@ def profile(name: str, raw: dict) -> Profile:
     return Profile(name=name, paper=raw["paper"], description=raw["description"], source=" ".join(raw["source"].split()),
                    link=raw["link"], topology=" ".join(raw["topology"].split()), t_grad_s=t_grad,
                    batch=raw.get("batch"), ps_on_workers=bool(raw.get("ps_on_workers", False)),
-                   latency_s=float(raw.get("latency_s", 0.0)))
+                   latency_s=float(raw.get("latency_s", 0.0)), in_words=str(raw.get("in_words", "")),
+                   instance=_instance(name, raw.get("instance")),
+                   epoch_images=int(raw.get("epoch_images", EPOCH_IMAGES)))
+
+
+def _instance(name: str, raw) -> dict | None:
+    """A profile's priced instance: ``provider``, ``name`` and worker ``processes`` per instance (>= 1)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or {"provider", "name"} - set(raw) or int(raw.get("processes", 1)) < 1:
+        raise ClusterError(f"hardware profile {name}: instance needs provider, name and processes >= 1, got {raw!r}")
+    return {"provider": str(raw["provider"]), "name": str(raw["name"]), "processes": int(raw.get("processes", 1))}
 
 
 def load_for(name: str, models) -> Profile:

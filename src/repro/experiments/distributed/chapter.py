@@ -8,7 +8,7 @@ from repro.book import report
 from repro.book.plots import style
 from repro.core import paper
 from repro.core.harness import Result
-from repro.experiments.distributed.common import LABELS, METHODS, PAPER
+from repro.experiments.distributed.common import LABELS, METHODS, PAPER, PAPER_PROCESSES
 
 
 def throughput_table(result: Result) -> pd.DataFrame:
@@ -101,7 +101,16 @@ def glue_numbers(result: Result) -> None:
     _glue_emulated(result)
     glue_model(result)
     glue("dist_n_findings", len(f))
-    glue("dist_n_reproduced", int(f["verdict"].str.startswith("reproduced").sum()))
+    glue("dist_verdict_counts", verdict_counts(f))
+
+
+def verdict_counts(findings: pd.DataFrame) -> str:
+    """The findings' verdicts counted by category and basis, in words ("2 consistent (emulated), ...")."""
+    from repro.core import verdicts as V
+
+    cat = findings["verdict"].map(lambda v: V.category_of(v).value)
+    counts = pd.DataFrame({"category": cat, "basis": findings["basis"]}).value_counts(sort=False)
+    return ", ".join(f"{k} {c} ({b})" for (c, b), k in counts.items())
 
 
 NOT_EMULATED = "not run in this profile (emulate = none)"
@@ -157,9 +166,6 @@ def limits_text(lim) -> str:
             f"warm-up and one timed step, while the PS link needs {ps.max():g} at any N")
 
 
-PAPER_PROCESSES = {"horovod": (2, 4, 6, 8, 10, 12, 16, 20), "ps_sync": (2, 4, 6, 8, 10)}  # Table 2: PS to 10, Horovod to 20
-
-
 def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """The analytic model of the emulated hardware profile (:mod:`repro.cluster.perfmodel`): its validation
     against the emulated grid, and what it predicts at the paper's process counts for the grid's models,
@@ -177,6 +183,7 @@ def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     pred = pred.merge((wide["horovod"] / wide["ps_sync"]).rename("horovod_over_ps_sync").reset_index(),
                       on=["model", "workers"], how="left")
     cols = ["method", "model", "workers", "images_per_s", "efficiency", "compute_s", "comm_s", "horovod_over_ps_sync"]
+    pred = pred[pred["workers"] >= 2]  # the paper's process counts (one process: the model's base only)
     return perfmodel.validate_table(tp, ps), pred[cols]
 
 

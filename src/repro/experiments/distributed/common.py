@@ -18,6 +18,10 @@ TABLE1 = {"vgg16": "vgg16", "vgg19": "vgg19", "resnet50": "resnet50", "inception
 # the findings of digest §2 (claim ids of claims.yaml, in the findings table's order)
 FINDINGS = ("async_vs_sync", "ring_vs_ps", "horovod", "ring_scaling", "vgg_worst", "ps_efficiency",
             "fault_tolerance")
+# the same findings at the paper's process counts, judged on the analytic model of its hardware (basis model)
+MODEL_FINDINGS = ("model_horovod", "model_ring_scaling", "model_vgg_worst", "model_ps_efficiency")
+# the paper's Table 2: PS to 10 processes, Horovod to 20 (and one process, the base of scaling efficiency)
+PAPER_PROCESSES = {"horovod": (1, 2, 4, 6, 8, 10, 12, 16, 20), "ps_sync": (1, 2, 4, 6, 8, 10)}
 FAULT_COLUMNS = ["trial", "method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
                  "error", "seconds", "orphans"]
 

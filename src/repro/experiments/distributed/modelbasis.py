@@ -1,0 +1,72 @@
+"""The analytic model of the emulated hardware profile (:mod:`repro.cluster.perfmodel`) as the
+distributed experiment's tables: its images/s at the emulated grid's own points and at the paper's
+process counts, and its validation against the emulated grid, the gate of every verdict on basis
+``model`` (:func:`validation_gate`). Everything here is computed from a run's ``emulated_throughput``
+table (hardware profile, weights, batch of each row), so a stored run can be re-judged."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.core import verdicts as V
+from repro.experiments.distributed.common import PAPER_PROCESSES
+
+COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware"]
+
+
+def _rows(tp: pd.DataFrame, points, ps: int) -> pd.DataFrame:
+    """The model's rows for ``points`` ((method, workers, model) triples) on the profile, weights and batch
+    of ``tp``'s rows of that model, in the columns of a throughput table."""
+    from repro.cluster import hardware, perfmodel
+
+    first = tp.groupby("model").first()
+    rows = []
+    for method, n, model in points:
+        r = first.loc[model]
+        got = perfmodel.step(hardware.load(r["hardware"]), model, method, int(n), int(r["batch_size"]),
+                             int(r["parameters"]), ps)
+        rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
+                     "efficiency": got["efficiency"], "hardware": r["hardware"]})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def same_points(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
+    """The model at every (method, workers, model) the emulated grid ran."""
+    points = tp[["method", "workers", "model"]].drop_duplicates().itertuples(index=False)
+    return _rows(tp, list(points), ps)
+
+
+def paper_scale(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
+    """The model at the paper's process counts (:data:`PAPER_PROCESSES`) for the emulated grid's models."""
+    models = list(dict.fromkeys(tp["model"]))
+    return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps)
+
+
+def validation(tables: dict, p: dict) -> pd.DataFrame | None:
+    """The model against the run's emulated grid (:func:`repro.cluster.perfmodel.validate_table`); None
+    where the run has no emulated grid."""
+    from repro.cluster import perfmodel
+
+    if p.get("emulate", "none") == "none" or "emulated_throughput" not in tables:
+        return None
+    return perfmodel.validate_table(tables["emulated_throughput"], int(p.get("ps", 1)))
+
+
+def worst(val: pd.DataFrame) -> float:
+    """The model's largest relative error against the emulated grid."""
+    return float(val["error"].abs().max())
+
+
+def validation_text(val: pd.DataFrame) -> str:
+    return f"the model within {100 * worst(val):.1f} % of the emulated grid at worst over {len(val)} clusters"
+
+
+def validation_gate(val: pd.DataFrame | None, limit: float) -> V.Verdict | None:
+    """None where the model is validated (within ``limit`` of every emulated cluster), else the gate:
+    not measured without an emulated grid, not comparable when the model is farther off."""
+    if val is None or val.empty:
+        return V.not_measured("no emulated grid in this run to validate the analytic model against: "
+                              "the profile's emulate is none")
+    if worst(val) > limit:
+        return V.not_comparable(f"{validation_text(val)}, above the {100 * limit:.0f} % a model verdict needs")
+    return None

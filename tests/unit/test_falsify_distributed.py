@@ -1,0 +1,95 @@
+"""Falsification cases of the distributed experiment: each decisive claim's judge fed the claim true and false."""
+
+from __future__ import annotations
+
+import falsify
+import pandas as pd
+import pytest
+
+from repro.experiments.distributed import arithmetic, verdicts
+from repro.experiments.distributed.common import FAULT_COLUMNS
+
+EXPERIMENT = "distributed"
+P = {"workers": [1, 2], "threads_per_worker": 1}
+SUMMARY = {"cores": 16, "workers_share_cores": False}  # a core per worker: the scaling findings are testable
+BASE = {"resnet50": 100.0, "vgg16": 50.0}  # one worker's images/s
+
+
+def _judge(cid: str, at_two: dict, methods=("ring", "ps_sync", "ps_async", "horovod")) -> verdicts.Measured:
+    """The real runs' judge (verdicts.measurements) on a grid of 1 and 2 workers, two runs each: every method
+    at one worker runs at BASE, at two workers at ``at_two[(method, model)]`` (default: 1.8 x BASE)."""
+    rows = [(m, n, model, BASE[model] if n == 1 else at_two.get((m, model), 1.8 * BASE[model]))
+            for m in methods for n in (1, 2) for model in BASE]
+    t = pd.DataFrame(rows, columns=["method", "workers", "model", "total_images_per_sec"]).assign(runs=2)
+    audit = pd.DataFrame({"model": ["vgg16", "vgg19", "resnet50", "inception_v3"],
+                          "ours_params_m": [float("nan")] * 4, "ours_gflops": [float("nan")] * 4})
+    tables = {"throughput": t, "scaling": arithmetic.scaling_efficiency(t), "ratios": arithmetic.ratios(t),
+              "table1": audit, "faults": pd.DataFrame(columns=FAULT_COLUMNS)}
+    return verdicts.measurements(tables, SUMMARY, P, {})[cid]
+
+
+def _pair(cid: str, true: dict, false: dict, **kw):
+    return lambda: (_judge(cid, true, **kw), _judge(cid, false, **kw))
+
+
+def _table1(model: str, true: tuple, false: tuple):
+    row = lambda pm, gf: {"ours_params_m": pm, "ours_gflops": gf}  # noqa: E731
+    return lambda: (verdicts.table1_row(model, row(*true)), verdicts.table1_row(model, row(*false)))
+
+
+VALIDATED = pd.DataFrame({"error": [0.05, -0.03]})  # the model within 5 % of the emulated grid
+
+
+def _predicted(horovod: dict, ps: dict) -> pd.DataFrame:
+    """A model's throughput table at the paper's N: per model, images/s (and the model's own efficiency) at each N."""
+    rows = [{"method": m, "workers": n, "model": model, "total_images_per_sec": ips, "efficiency": eff,
+             "hardware": "k80-p2.16xlarge"}
+            for m, table in (("horovod", horovod), ("ps_sync", ps)) for model, pts in table.items()
+            for n, (ips, eff) in pts.items()]
+    return pd.DataFrame(rows)
+
+
+def _linear(base: float, eff: float, ns=(1, 2, 4, 10, 20)) -> dict:
+    """``base`` images/s at one process, then ``eff`` of linear scaling from it (the judge's efficiency)."""
+    return {n: (base * n * (eff if n > 1 else 1.0), eff if n > 1 else 1.0) for n in ns}
+
+
+def _model(cid: str, true: tuple, false: tuple):
+    return lambda: (verdicts.model_finding(cid, _predicted(*true), VALIDATED),
+                    verdicts.model_finding(cid, _predicted(*false), VALIDATED))
+
+
+PS = {"resnet50": _linear(100, 0.5, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
+HVD = {"resnet50": _linear(100, 0.9), "vgg16": _linear(50, 0.7)}
+FLAT_VGG = {**HVD, "vgg16": {n: (400.0, 400.0 / (50 * n)) for n in (1, 2, 4, 10, 20)}}  # no gain from 1 process on
+CASES = {
+    "async_vs_sync": _pair("async_vs_sync", {}, {("ps_async", "vgg16"): 1.8 * 50 * 1.4}),
+    "ring_vs_ps": _pair("ring_vs_ps", {("ps_sync", "resnet50"): 95.0, ("ps_sync", "vgg16"): 47.5}, {}),
+    "horovod": _pair("horovod", {("ps_sync", "resnet50"): 95.0, ("ps_sync", "vgg16"): 47.5}, {}),
+    "ring_scaling": _pair("ring_scaling", {("horovod", "vgg16"): 45.0},
+                          {("horovod", "vgg16"): 45.0, ("horovod", "resnet50"): 90.0}),
+    "vgg_worst": _pair("vgg_worst", {("horovod", "vgg16"): 60.0}, {("horovod", "resnet50"): 110.0}),
+    "ps_efficiency": _pair("ps_efficiency", {("ps_sync", "resnet50"): 120.0, ("ps_sync", "vgg16"): 60.0},
+                           {("ps_sync", "resnet50"): 195.0, ("ps_sync", "vgg16"): 95.0}),
+    "table1_vgg16": _table1("vgg16", (138.36, 30.94), (138.36, 15.5)),
+    "table1_vgg19": _table1("vgg19", (143.67, 39.3), (120.0, 39.3)),
+    "table1_resnet50": _table1("resnet50", (25.6, 10.1), (25.6, 7.7)),
+    # Horovod / PS at N = 10: 0.9 / 0.5 and 0.7 / 0.3 (1.8, 2.3), or 0.6 / 0.5 and 0.3 / 0.3 (1.2, 1.0)
+    "model_horovod": _model("model_horovod", (HVD, PS), ({"resnet50": _linear(100, 0.6), "vgg16": _linear(50, 0.3)}, PS)),
+    "model_ring_scaling": _model("model_ring_scaling", (FLAT_VGG, PS), (HVD, PS)),
+    "model_vgg_worst": _model("model_vgg_worst", (HVD, PS), ({**HVD, "vgg16": _linear(50, 0.95)}, PS)),
+    "model_ps_efficiency": _model("model_ps_efficiency", (HVD, PS), ({**HVD, "vgg16": _linear(50, 0.2)}, PS)),
+}
+
+
+@pytest.mark.parametrize("cid", sorted(CASES))
+def test_flips(cid):
+    falsify.check(EXPERIMENT, CASES, cid)
+
+
+def test_a_model_verdict_needs_the_model_validated():
+    """Without an emulated grid the model rows are not measured; farther than the threshold, not comparable."""
+    pred = _predicted(HVD, PS)
+    assert verdicts.model_finding("model_vgg_worst", pred, None).gate.category.value == "not measured"
+    off = verdicts.model_finding("model_vgg_worst", pred, pd.DataFrame({"error": [0.02, 0.11]}))
+    assert off.gate.category.value == "not comparable" and "11.0 %" in off.gate.detail
