@@ -7,15 +7,16 @@ squared error, so the gradient is ``2 w`` and plain SGD with lr = 0.25 gives
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import claims, harness, ledger, results
 from repro.core.params import ParameterError
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness import experiment as st
-from repro.experiments.staleness import study, summaries, verdicts
+from repro.experiments.staleness import study, summaries
 
 LR = 0.25
 
@@ -322,6 +323,22 @@ def test_threaded_run_logs_every_update_consistently():
     assert log["staleness"].between(0, 5).all()
 
 
+def test_thread_runs_run_once_per_n_and_seed_and_count_the_runs(monkeypatch):
+    def fake(model_fn, x, y, *, workers, updates_per_worker, batch_size, learning_rate, seed):
+        stale = [seed + w % 2 for w in range(workers * updates_per_worker)]  # seed 0: mean 0.5, seed 1: mean 1.5
+        return pd.DataFrame({"update": range(1, len(stale) + 1), "worker": 0, "read_version": 0,
+                             "apply_version": stale, "staleness": stale})
+
+    monkeypatch.setattr(study, "threaded_async_run", fake)
+    m = study.Models({"seeds": [0, 1], "thread_workers": [2, 4], "thread_updates": 3, "batch_size": 2,
+                      "async_learning_rate": 0.1}, types.SimpleNamespace(x_train=None, y_train=None))
+    log, summary, dist = study.thread_runs(m)
+    assert len(log) == (2 + 4) * 3 * 2 and set(log["seed"]) == {0, 1}
+    assert summary["runs"].tolist() == [2, 2] and summary["mean"].tolist() == pytest.approx([1.0, 1.0])
+    assert summary["run_mean_sd"].tolist() == pytest.approx([2 ** 0.5 / 2] * 2)
+    assert set(dist["workers"]) == {2, 4}
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad parameters: one line
 # ---------------------------------------------------------------------------------------------
@@ -374,190 +391,3 @@ def test_profiles_list_every_parameter_and_the_notebook():
     assert set(spec.profiles) == {"smoke", "cpu", "paper"}
     for name in spec.profiles:
         spec.resolve(name)  # every profile validates
-
-
-# ---------------------------------------------------------------------------------------------
-# Claims: one measurement per claim id, from the written tables only
-# ---------------------------------------------------------------------------------------------
-
-def _hand_made_result(pipeline_check: bool, thread_means=(1.0,)) -> harness.Result:
-    """A tiny written run: N 1/2, k 1/10/16/20; Adam state; tau 0/8 fixed; every mitigation and its lr control at
-    tau 8 (bounded charged for its waiting); threads N = 2; 4 epochs of history for the equal-time comparison."""
-    params = {"seeds": [0, 1], "workers": [1, 2], "batch_size": 32, "acceptable_drop": 0.02, "epochs": 4,
-              "state_optimizer": "adam", "state_workers": 2, "mitigation_tau_dist": "geometric",
-              "pipeline_check": pipeline_check}
-    ps = pd.DataFrame({"workers": [1, 2, 2, 2, 2], "period": [1, 1, 10, 16, 20], "acc_mean": [0.85, 0.80, 0.79, 0.79, 0.785],
-                       "rounds": [0, 100, 10, 7, 5], "comm_mb": [0.0, 5.0, 0.5, 0.35, 0.25],
-                       "drop_vs_k1": [0.0, 0.0, 0.01, 0.01, 0.015], "acceptable": [True] * 5})
-    fin = pd.DataFrame({"part": ["grid", "grid"], "workers": [2, 2], "period": [1, 16], "local_steps": [100, 100]})
-    hist = pd.DataFrame([{"part": "grid", "workers": n, "period": k, "seed": seed, "epoch": e, "test_accuracy": a,
-                          "local_steps": (100 if n == 1 else 50) * e}
-                         for n, k, accs in [(1, 1, [0.70, 0.80, 0.83, 0.85]), (2, 1, [0.60, 0.70, 0.75, 0.80]),
-                                            (2, 16, [0.62, 0.72, 0.76, 0.79])]
-                         for e, a in enumerate(accs, 1) for seed in (0, 1)])
-    ss = pd.DataFrame({"period": [16, 16], "state_mode": ["weights", "weights+state"], "acc_mean": [0.70, 0.75]})
-    ts = pd.DataFrame({"tau_dist": ["fixed", "fixed"], "tau": [0, 8], "acc_mean": [0.8, 0.5], "drop_vs_sync": [0.0, 0.3]})
-    variants = ["none", "scaling", "soft_sync", "bounded", "scaling+soft_sync",
-                "lr_control:scaling", "lr_control:soft_sync", "lr_control:scaling+soft_sync"]
-    acc = [0.5, 0.6, 0.49, 0.7, 0.65, 0.55, 0.52, 0.647]
-    ms = pd.DataFrame({"tau": [8] * 8, "variant": variants, "acc_mean": acc,
-                       "arrivals": [400, 400, 400, 150, 400, 400, 400, 400],
-                       "held_back": [0, 0, 0, 900, 0, 0, 0, 0], "wait_time": [0, 0, 0, 250, 0, 0, 0, 0],
-                       "emulated_time": [400] * 8, "lr_factor": [1, 1, 1, 1, 1, 0.3, 0.25, 0.075]})
-    ms["gain_vs_none"] = ms["acc_mean"] - 0.5
-    ctl = ms.set_index("variant")["acc_mean"]
-    ms["gain_vs_control"] = [a - ctl.get("lr_control:" + v, np.nan) for v, a in zip(ms["variant"], ms["acc_mean"])]
-    th = pd.DataFrame({"workers": [2] * len(thread_means), "mean": list(thread_means)})
-    tables = {"period_summary": ps, "averaging_final": fin, "averaging_history": hist, "state_summary": ss,
-              "tau_summary": ts, "mitigation_summary": ms, "thread_staleness": th}
-    summary = {"equivalence_max_abs_difference": 3e-8, "weight_bytes": 1000, "state_optimizer_state_bytes": 2000}
-    prov = {"experiment": "staleness", "profile": "smoke", "datasets": [{"n_train": 2000}]}
-    return harness.Result("/nonexistent", params, prov, tables, summary)
-
-
-def _judge(result: harness.Result) -> dict[str, str]:
-    led = claims.ledger(st.NAME, st.EXPERIMENT.judge(result))
-    return dict(zip(claims.load(st.NAME), led["verdict"]))
-
-
-def _set(df: pd.DataFrame, where: dict, **values) -> None:
-    mask = np.ones(len(df), bool)
-    for col, v in where.items():
-        mask &= (df[col] == v).to_numpy()
-    assert mask.any()
-    for col, v in values.items():
-        df.loc[mask, col] = v
-
-
-def _categories(measured) -> dict[str, str]:
-    led = claims.ledger(st.NAME, measured)
-    return dict(zip(claims.load(st.NAME), led["verdict"].map(ledger.category)))
-
-
-def test_judge_gives_every_claim_a_measurement_from_a_hand_made_run():
-    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=False))
-    assert set(measured) == set(claims.load(st.NAME))
-    cats = _categories(measured)
-    assert cats["k1_equals_single_machine"] == "consistent"  # 3e-8 <= 1e-5: an identity of plain SGD, checked
-    assert cats["period_10_20_acceptable"] == "reproduced"  # k = 10, 16, 20 within 2 pts for N = 2, two seeds
-    assert cats["state_averaging_needed"] == "reproduced"  # +5 pts > 2, two seeds
-    assert cats["staleness_hurts"] == "reproduced"
-    # mean 1 + 1 = 2 = N holds, but one thread run per N of a stochastic quantity cannot be "reproduced"
-    assert cats["staleness_equals_n_threads"] == "not comparable"
-    assert cats["mitigation_scaling"] == "reproduced"  # +10 vs none, +5 vs its lr control
-    assert cats["mitigation_soft_sync"] == "differs"
-    assert cats["mitigation_bounded"] == "reproduced"  # +20 pts at equal emulated time, waiting charged
-    assert cats["mitigation_scaling_soft_sync"] == "partly"  # +15 vs none, but only +0.3 vs its lr control
-    assert cats["scaling_soft_sync_best"] == "differs"  # bounded is best
-    assert cats["one_machine_first"] == "reproduced"  # equal steps: one machine 0.80 vs N = 2 best 0.80
-    assert cats["staleness_equals_n_cluster"] == "not measured"
-    assert cats["data_parallel_preferred"] == cats["async_higher_throughput"] == "not testable here"
-
-
-def test_period_verdict_needs_both_ends_acceptable_for_every_n():
-    r = _hand_made_result(pipeline_check=False)
-    ps = r.tables["period_summary"]
-    _set(ps, {"workers": 2, "period": 20}, drop_vs_k1=0.03)  # k = 20 loses 3 pts > 2
-    v = _judge(r)["period_10_20_acceptable"]
-    assert v.startswith("differs") and "k = 20 loses 3.0 pts" in v
-    r = _hand_made_result(pipeline_check=False)
-    r.tables["period_summary"] = r.tables["period_summary"].query("period != 10").reset_index(drop=True)
-    v = _judge(r)["period_10_20_acceptable"]
-    assert v.startswith("partly") and "missing N = 2: k = 10" in v
-    r = _hand_made_result(pipeline_check=False)  # a second N with only k = 16: both ends missing for N = 4
-    ps4 = pd.DataFrame({"workers": [4, 4], "period": [1, 16], "acc_mean": [0.8, 0.8], "rounds": [50, 3],
-                        "comm_mb": [1.0, 0.1], "drop_vs_k1": [0.0, 0.0], "acceptable": [True, True]})
-    r.tables["period_summary"] = pd.concat([r.tables["period_summary"], ps4], ignore_index=True)
-    r.tables["averaging_final"] = pd.DataFrame({"part": ["grid"] * 2, "workers": [4, 4], "period": [1, 16],
-                                                "local_steps": [50, 50]})
-    assert _judge(r)["period_10_20_acceptable"].startswith("partly")
-
-
-def test_lr_changing_mitigation_must_beat_its_learning_rate_control():
-    r = _hand_made_result(pipeline_check=False)
-    ms = r.tables["mitigation_summary"]
-    _set(ms, {"variant": "scaling"}, gain_vs_control=0.004)  # a mere learning-rate change does as well
-    v = _judge(r)
-    assert v["mitigation_scaling"].startswith("partly") and "matching lower learning rate" in v["mitigation_scaling"]
-    r.tables["mitigation_summary"] = ms.drop(columns=["gain_vs_control"])  # no control rows at all (older runs)
-    v = _judge(r)
-    assert v["mitigation_scaling"].startswith("not comparable (beats plain async SGD at the same learning rate")
-    assert v["mitigation_soft_sync"].startswith("differs")  # below no mitigation: no control needed to say so
-
-
-def test_bounded_is_judged_at_equal_emulated_time_with_its_waiting_charged():
-    r = _hand_made_result(pipeline_check=False)
-    ms = r.tables["mitigation_summary"]
-    _set(ms, {"variant": "bounded"}, acc_mean=0.45, gain_vs_none=-0.05)
-    assert _judge(r)["mitigation_bounded"].startswith("differs")
-    assert "150 gradients + 250 slots of waiting charged = 400 slots" in st.EXPERIMENT.judge(r)["mitigation_bounded"].ours
-    _set(ms, {"variant": "bounded"}, acc_mean=0.7, gain_vs_none=0.2, emulated_time=450)
-    assert _judge(r)["mitigation_bounded"].startswith("not comparable (bounded used more emulated time")
-    r.tables["mitigation_summary"] = ms.drop(columns=["wait_time"])  # a run that did not charge the waiting
-    assert _judge(r)["mitigation_bounded"].startswith("not comparable (accuracy per update improves")
-
-
-def test_combined_mitigation_best_needs_to_beat_the_others_and_its_control():
-    r = _hand_made_result(pipeline_check=False)
-    ms = r.tables["mitigation_summary"]
-    _set(ms, {"variant": "bounded"}, acc_mean=0.6, gain_vs_none=0.1)  # the combination (0.65) is now best
-    assert _judge(r)["scaling_soft_sync_best"].startswith("partly")  # only +0.3 pt vs its lr control
-    _set(ms, {"variant": "scaling+soft_sync"}, gain_vs_control=0.05)
-    assert ledger.category(_judge(r)["scaling_soft_sync_best"]) == "reproduced"
-
-
-def test_one_machine_is_compared_at_equal_emulated_time():
-    r = _hand_made_result(pipeline_check=False)
-    hist = r.tables["averaging_history"]
-    _set(hist, {"workers": 2, "period": 16, "epoch": 4}, test_accuracy=0.83)  # N = 2 ahead at equal steps
-    v = _judge(r)["one_machine_first"]
-    assert v.startswith("not comparable (at equal emulated time with free communication N = 2 is ahead by 3.0 pts")
-    _set(hist, {"workers": 2, "period": 16, "epoch": 4}, test_accuracy=0.70)
-    r.tables["averaging_history"] = hist[hist["epoch"] <= 1]  # one epoch: no N = 2 run reaches its steps
-    assert _judge(r)["one_machine_first"].startswith("not comparable (no N-worker run")
-    r = _hand_made_result(pipeline_check=False)
-    h = r.tables["averaging_history"]
-    h8 = h[h["workers"] == 2].assign(workers=8, local_steps=lambda d: d["epoch"] * 12)
-    r.tables["averaging_history"] = pd.concat([h, h8], ignore_index=True)  # N = 8 needs 8 epochs
-    assert _judge(r)["one_machine_first"].startswith("partly")
-
-
-def test_judge_marks_stochastic_claims_of_a_pipeline_check_not_comparable():
-    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=True, thread_means=(3.0,)))
-    led = claims.ledger(st.NAME, measured).assign(id=list(claims.load(st.NAME)))
-    cats = led.set_index("id")["verdict"].map(ledger.category)
-    assert cats[cats == "reproduced"].index.tolist() == []
-    assert cats["k1_equals_single_machine"] == "consistent"  # an identity, checked: exact, one run suffices
-    verdict = led.set_index("id")["verdict"]
-    assert verdict["staleness_hurts"].startswith("not comparable (smoke profile: 4 epoch(s) on 2,000 images")
-    assert verdict["period_10_20_acceptable"].startswith("not comparable (smoke profile")
-
-
-def test_claims_table_shows_the_ledgers_verdicts():
-    measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=False, thread_means=(3.0,)))
-    led = claims.ledger(st.NAME, measured)
-    table = verdicts.claims_table(led)
-    assert table["verdict"].tolist() == led["verdict"].tolist()
-    assert table["paper"].tolist() == led["paper_value"].tolist()
-    assert table.set_index("claim").loc[claims.load(st.NAME)["staleness_equals_n_threads"].text,
-                                        "verdict"].endswith("the one run: differs (N = 2: 4.00; within 0.5 of N "
-                                                            "required))")  # mean 4 vs N = 2, one thread run
-
-
-def test_published_cpu_run_rejudges_to_the_same_categories():
-    root = results.project_root()
-    runs = sorted(p for p in (root / "published" / "cpu" / "staleness").glob("*/") if (p / "ledger.csv").is_file())
-    assert runs, "the repository carries a published cpu run of staleness"
-    result = harness.load_result(runs[-1])
-    measured = st.EXPERIMENT.judge(result)
-    assert set(measured) == set(claims.load(st.NAME))
-    new = claims.ledger(st.NAME, measured)
-    old = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False)
-    assert new["claim"].str[:40].tolist() == old["claim"].str[:40].tolist()
-    assert new["verdict"].map(ledger.category).tolist() == old["verdict"].map(ledger.category).tolist()
-
-
-# ---------------------------------------------------------------------------------------------
-# The notebook on the smoke profile
-# ---------------------------------------------------------------------------------------------
-

@@ -71,7 +71,6 @@ from repro.experiments.staleness.study import (  # noqa: F401
 )
 from repro.experiments.staleness.summaries import paper_period  # noqa: F401
 from repro.experiments.staleness.threads import threaded_async_run  # noqa: F401
-from repro.experiments.staleness.verdicts import TIE  # noqa: F401
 from repro.ml import data as _data
 from repro.ml import training
 

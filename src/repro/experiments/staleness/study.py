@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro.core import claims
 from repro.core.params import ParameterError
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness.async_sgd import mitigation_options, train_async
@@ -24,7 +25,8 @@ from repro.experiments.staleness.logs import (
 from repro.experiments.staleness.threads import threaded_async_run
 from repro.ml import models
 
-EQUIVALENCE_TOLERANCE = 1e-5  # max |w_avg - w_single| for "k = 1 equals single-machine SGD" (float32 rounding)
+EQUIVALENCE_TOLERANCE = claims.load("staleness")["k1_equals_single_machine"].threshold(
+    "max_abs_weight_difference")  # max |w_avg - w_single| for "k = 1 equals single-machine SGD" (claims.yaml)
 EQUIVALENCE_STEPS = 10  # averaging rounds of the in-run equivalence check
 MODEL_BUILDERS = {"small_cnn": models.small_cnn, "mnist_cnn": models.mnist_cnn, "cifar10_cnn": models.cifar10_cnn,
                   "polishchuk_cnn": models.polishchuk_cnn}  # the last with its documented defaults (32-64-64, Dense 64, dropout 0.5)
@@ -210,19 +212,24 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 
 def thread_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Real multi-threaded async runs, one per N: (log, staleness summary per N, distribution per N)."""
+    """Real multi-threaded async runs, one per N and seed: (log, staleness summary per N pooled over the seeds
+    with the number of runs, distribution per N)."""
     p, ds = m.p, m.ds
     logs = []
     if p["thread_updates"] > 0:
-        for n in p["thread_workers"]:
-            one = threaded_async_run(m.build, ds.x_train, ds.y_train, workers=n,
-                                     updates_per_worker=p["thread_updates"], batch_size=p["batch_size"],
-                                     learning_rate=p["async_learning_rate"], seed=p["seeds"][0])
-            one.insert(0, "workers", n)
-            logs.append(one)
-            log(f"threads N={n}: mean staleness {one['staleness'].mean():.2f} over {len(one)} updates")
-    thread_log = pd.DataFrame(logs and pd.concat(logs, ignore_index=True), columns=["workers", *LOG_COLUMNS])
-    summary = pd.DataFrame([{"workers": n, **staleness_summary(g)} for n, g in thread_log.groupby("workers")])
+        for seed in p["seeds"]:
+            for n in p["thread_workers"]:
+                one = threaded_async_run(m.build, ds.x_train, ds.y_train, workers=n,
+                                         updates_per_worker=p["thread_updates"], batch_size=p["batch_size"],
+                                         learning_rate=p["async_learning_rate"], seed=seed)
+                one.insert(0, "seed", seed)
+                one.insert(0, "workers", n)
+                logs.append(one)
+                log(f"threads N={n} seed={seed}: mean staleness {one['staleness'].mean():.2f} over {len(one)} updates")
+    thread_log = pd.DataFrame(logs and pd.concat(logs, ignore_index=True), columns=["workers", "seed", *LOG_COLUMNS])
+    summary = pd.DataFrame([{"workers": n, **staleness_summary(g), "runs": int(g["seed"].nunique()),
+                             "run_mean_sd": float(g.groupby("seed")["staleness"].mean().std())}
+                            for n, g in thread_log.groupby("workers")])
     dist = (pd.concat([staleness_distribution(g).assign(workers=n) for n, g in thread_log.groupby("workers")],
                       ignore_index=True) if len(thread_log)
             else pd.DataFrame(columns=["staleness", "count", "fraction", "workers"]))
