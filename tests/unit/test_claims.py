@@ -31,8 +31,8 @@ def test_band_holds_gate_and_the_bases_that_only_check():
     assert _verdict(band, Measured("0.9", value=0.9, runs=2)) == "reproduced"
     assert _verdict(band, Measured("0.5", value=0.5, runs=2)) == "differs (0.5 outside [0.8, 1])"
     for basis in ("equations", "emulated", "model"):  # never reproduced / differs
-        assert _verdict(band, Measured("0.9", value=0.9, basis=basis)) == "consistent"
-        assert _verdict(band, Measured("0.5", value=0.5, basis=basis)) == "inconsistent (0.5 outside [0.8, 1])"
+        assert _verdict(band, Measured("0.9", value=0.9, basis=basis, runs=2)) == "consistent"
+        assert _verdict(band, Measured("0.5", value=0.5, basis=basis, runs=2)) == "inconsistent (0.5 outside [0.8, 1])"
     holds = _claim()
     assert _verdict(holds, Measured("yes", holds=True, basis="equations")) == "consistent"
     assert _verdict(holds, Measured("no", holds=False, runs=2)).startswith("differs")

@@ -3,15 +3,17 @@
 A verdict is a :class:`Category` and a detail. The category a row may carry depends on its
 **basis**, what stands behind it (:class:`Basis`):
 
-* ``measured`` (our runs on real hardware): *reproduced*, *partly* or *differs*, and only with
-  at least :data:`MIN_RUNS` runs where the quantity is stochastic (one run decides nothing: the row
-  becomes *not comparable* and says what that run gave);
+* ``measured`` (our runs on real hardware): *reproduced*, *partly* or *differs*;
 * ``equations`` (the paper's own equations or arithmetic on its own inputs), ``emulated`` (a replay
   of the paper's hardware on this machine) and ``model`` (an analytic model of that hardware):
   *consistent* or *inconsistent*, never *reproduced* or *differs*: they check that the paper's
   numbers agree with each other or with a model, not that they happen again;
 * any basis: *not comparable*, *not testable here*, *not measured* (gates: decided before any
   comparison, each with the reason).
+
+On the bases with runs (``measured``, ``emulated``) a decisive verdict on a stochastic quantity
+needs at least :data:`MIN_RUNS` independent runs: one run decides nothing, and the row becomes
+*not comparable* and says what that run gave.
 
 Experiments build gates with the constructors (:func:`not_comparable`, :func:`partly`, ...), never
 as free text; :func:`judge` is the only place where a measurement is compared with a paper.
@@ -53,6 +55,7 @@ OBSERVED = frozenset({Category.REPRODUCED, Category.PARTLY, Category.DIFFERS})  
 CHECKED = frozenset({Category.CONSISTENT, Category.INCONSISTENT})  # equations, emulated, model
 DECISIVE = OBSERVED | CHECKED
 CHECK_BASES = frozenset({Basis.EQUATIONS, Basis.EMULATED, Basis.MODEL})
+RUN_BASES = frozenset({Basis.MEASURED, Basis.EMULATED})  # bases with runs, whose quantities can vary
 
 
 class VerdictError(ValueError):
@@ -149,7 +152,7 @@ def settle(v: Verdict, basis: Basis | str, runs: int, stochastic: bool) -> Verdi
     if v.category in CHECKED and basis not in CHECK_BASES:
         raise VerdictError(f"'{v.category.value}' is a verdict of basis equations, emulated or model, "
                            f"not {basis.value!r}: {v}")
-    if v.category in OBSERVED and stochastic and int(runs) < MIN_RUNS:
+    if v.decisive and stochastic and basis in RUN_BASES and int(runs) < MIN_RUNS:
         return not_comparable(f"{int(runs)} run of a stochastic quantity; a verdict needs >= {MIN_RUNS} "
                               f"independent runs; the one run: {v}")
     return v
