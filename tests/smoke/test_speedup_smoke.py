@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.experiments.speedup import measure as sm
+from repro.core import claims as claims_mod
+from repro.core import verdicts as V
+from repro.experiments.speedup import emulation, statements
 
 
 @pytest.mark.slow
@@ -25,29 +27,37 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert list(claims.columns) == ["network", "source", "kind", "statement", "ours", "holds", "verdict", "basis",
                                     "note"]
     assert claims.loc["squeezenet_split_central_best_4", "holds"] == "yes"
-    assert claims.loc["vgg16e_below_one", "verdict"].startswith("consistent")
+    assert claims.loc["vgg16e_below_one", "verdict"] == str(V.consistent(f"{statements.EQUATIONS} give this"))
     # smoke measures SqueezeNet on loopback: statements about the thesis' GPU numbers are not comparable,
     # the general ones are checked on our runs
-    assert claims.loc["squeezenet_best_measured", "verdict"].startswith("not comparable (the thesis' GPUs")
+    assert claims.loc["squeezenet_best_measured", "verdict"] == str(V.not_comparable(statements.CPU_STAND_IN))
+    assert claims.loc["squeezenet_best_measured", "basis"] == "none"
     for cid in ("distributed_never_worse_measured", "central_predictions_accurate", "distributed_predictions_trend"):
         assert claims.loc[cid, "basis"] == "measured" and claims.loc[cid, "holds"] in ("yes", "no"), cid
     # N = 1 on the distributed server is in the emulated grid, where the worker's shard sits on its node (as
     # in the thesis): nothing crosses an emulated link, so the number is shown and the statement not comparable
     one = claims.loc["one_worker_distributed_measured"]
     assert one["basis"] == "emulated" and "[emulated gtx970-1gbit]" in one["ours"]
-    assert one["verdict"].startswith("not comparable (with one worker and its shard on one node")
+    assert one["verdict"] == str(V.not_comparable(emulation.LOCAL_WHY))
     # each measured check follows from the run's own numbers (not "pass or fail, either is fine")
     cmpd = pd.read_csv(run / "measured_vs_predicted.csv")
     central = cmpd[cmpd["server"] == "central"]["error_thesis"].abs().mean() * 100
-    assert claims.loc["central_predictions_accurate", "holds"] == ("yes" if central <= sm.ACCURATE_MAPE else "no")
+    limit = claims_mod.load("speedup")["central_predictions_accurate"].threshold("accurate_mape")
+    assert claims.loc["central_predictions_accurate", "holds"] == ("yes" if central <= limit else "no")
     led = pd.read_csv(run / "ledger.csv", keep_default_na=False)
     assert led["verdict"].tolist() == claims["verdict"].tolist()  # the claims table shows the ledger's verdicts
     # the thesis' equations on its own Table 6.1 inputs: consistent at most, never reproduced
-    eq = led[led["basis"] == "equations"]
-    assert len(eq) >= 10 and not eq["verdict"].str.startswith("reproduced").any()
-    assert eq["verdict"].str.startswith(("consistent", "differs")).all()
+    is_eq = (led["basis"] == "equations").to_numpy()
+    eq = led[is_eq].set_index(claims.index[is_eq])
+    assert eq["category"].value_counts().to_dict() == {"consistent": 14, "inconsistent": 1, "not testable here": 2}
+    assert eq.loc["resnet34_join_central_above_one", "category"] == "inconsistent"
+    assert set(eq.index[eq["category"] == "not testable here"]) == {"distributed_never_worse_predicted",
+                                                                    "one_worker_central_slower"}
     # the CPU runs stand in for the thesis' cluster: what they show is said, but it decides nothing either way
-    assert led.loc[led["basis"] == "measured", "verdict"].str.startswith("not comparable (the thesis' GPUs").all()
+    cpu = claims[led["basis"].to_numpy() == "measured"]
+    assert len(cpu) >= 3 and (cpu["verdict"] == [str(V.not_comparable(
+        f"{statements.CPU_STAND_IN}; on them the statement {'holds' if h == 'yes' else 'does not hold'}"))
+        for h in cpu["holds"]]).all()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["claims_need_measurement"] == 0
     m = summary["measured"]

@@ -10,8 +10,8 @@ import pytest
 from repro import cli
 from repro.core import claims as claims_mod
 from repro.core import harness, paper
+from repro.core import verdicts as V
 from repro.core.harness import Result
-from repro.core.ledger import category
 from repro.core.params import ParameterError
 from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import experiment as speedup
@@ -277,8 +277,8 @@ def test_claims_logic_on_hand_made_inputs():
     assert {cid: r["verdict"] for cid, r in table.items()} == {
         "a_central_below": "pass", "a_parallel_above": "fail", "b_best_2": "pass", "b_best_3": "fail",
         "a_best_cfg": "pass", "b_best_cfg": "fail", "order": "pass", "any_b": "pass", "meas": "needs measurement"}
-    assert table["a_central_below"]["ours"] == "max 0.900 (sync-join, central, N=3)"
-    assert table["a_parallel_above"]["ours"] == "min 0.800 (sync-join, central, N=2)"
+    assert table["a_central_below"]["ours"] == "S = 0.500-0.900 over 3 configurations; max at sync-join, central, N=3"
+    assert table["a_parallel_above"]["ours"] == "S = 0.800-2.500 over 4 configurations; min at sync-join, central, N=2"
     assert table["meas"]["ours"] == "predicted 1.80 at sync-join, distributed, N=2"
     # the distributed server falling below the central one fails server_order
     worse = grid.copy()
@@ -304,11 +304,15 @@ def test_thesis_claims_on_the_thesis_predictions():
     m = statements.measurements({"predictions": grid}, PREDICT_ONLY)
     kinds = {c["id"]: c["check"] for c in statements.thesis_claims()}
     assert list(m) == list(claims_mod.load(speedup.NAME))  # one measurement per claims.yaml entry
+    said = claims_mod.load(speedup.NAME)
     for cid, meas in m.items():
         if kinds[cid] == "measured":  # measure=false: nothing of ours behind it
-            assert meas.gate.startswith("not measured") and meas.basis == "none", cid
-        else:
+            assert meas.gate.category is V.Category.NOT_MEASURED and meas.basis == "none", cid
+        elif said[cid].decisive:
             assert meas.basis == "equations" and meas.gate is None, cid
+        else:  # true of the equation forms for any inputs: shown, gated not testable with the claim's reason
+            assert meas.basis == "equations" and meas.gate == V.not_testable(said[cid].why_not_decisive
+                                                                              + "; here it holds"), cid
     for claim_id in ("vgg16e_below_one", "squeezenet_above_one", "squeezenet_split_central_best_4",
                      "squeezenet_best_config", "resnet34_split_below_one", "resnet34_async_central_below_one",
                      "googlenet_split_distributed_predicted_up", "distributed_never_worse_predicted",
@@ -317,10 +321,14 @@ def test_thesis_claims_on_the_thesis_predictions():
     # the thesis' §6.3 sentence on Resnet34 sync-join with the central server contradicts its own equations:
     # N = 2: 2 * 0.821 / ((3 + 4)/2 * 0.811 + 0.821) = 1.642 / 3.6595 = 0.449
     assert m["resnet34_join_central_above_one"].holds is False
-    assert m["resnet34_join_central_above_one"].ours == "min 0.449 (sync-join, central, N=2)"
-    verdict = statements.verdicts(claims_mod.ledger("speedup", m))
-    assert verdict["vgg16e_below_one"].startswith("consistent")
-    assert verdict["resnet34_join_central_above_one"].startswith("differs")
+    assert m["resnet34_join_central_above_one"].ours == "S = 0.449-0.599 over 7 configurations; min at sync-join, central, N=2"
+    led = claims_mod.ledger("speedup", m)
+    verdict = statements.verdicts(led)
+    assert verdict["vgg16e_below_one"] == "consistent (the thesis' own equations on its Table 6.1 inputs give this)"
+    assert verdict["resnet34_join_central_above_one"].startswith(
+        "inconsistent (the thesis' own equations on its Table 6.1 inputs give S = 0.449-0.599 over 7 configurations; "
+        "min at sync-join, central, N=2, against the statement's S > 1 everywhere")
+    assert dict(zip(said, led["category"]))["distributed_never_worse_predicted"] == "not testable here"
     assert verdict["squeezenet_best_measured"].startswith("not measured")
     # the claims table and reported_vs_predicted show the ledger's verdicts, not their own
     table = statements.claims_table(m, verdict).set_index("id")
@@ -333,7 +341,7 @@ def test_thesis_claims_on_the_thesis_predictions():
 def test_networks_left_out_are_not_measured():
     grid = eq.predict_grid(eq.table_6_1(["SqueezeNet"]), 128, 8)
     m = statements.measurements({"predictions": grid}, {"measure": False, "networks": ["SqueezeNet"]})
-    assert m["vgg16e_below_one"].gate == "not measured (VGG16E is not in this run's networks)"
+    assert m["vgg16e_below_one"].gate == V.not_measured("VGG16E is not in this run's networks")
     assert m["squeezenet_above_one"].holds is True
     assert len(claims_mod.ledger(speedup.NAME, m)) == len(claims_mod.load(speedup.NAME))
 
@@ -350,7 +358,7 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     result = Result(Path("."), {**PREDICT_ONLY, "measure": True}, {"experiment": "speedup"},
                     {"predictions": grid, "measured_vs_predicted": cmp})
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
-    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 28
+    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 29
     by_claim = ledger.set_index("claim")
     said = claims_mod.load(speedup.NAME)
     # the CPU runs stand in for the thesis' cluster: what they show is said, but decides nothing either way
@@ -369,7 +377,8 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
     assert not ledger["verdict"].str.startswith("reproduced").any()
     eq_rows = ledger[ledger["basis"] == "equations"]
-    assert len(eq_rows) == 17 and eq_rows["verdict"].str.startswith(("consistent", "differs")).all()
+    assert len(eq_rows) == 17 and eq_rows["category"].value_counts().to_dict() == {
+        "consistent": 14, "inconsistent": 1, "not testable here": 2}
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -445,18 +454,25 @@ def test_errors_choices_and_measured_claims():
     assert e.loc[("all", "all", "all"), "mape_extended"] == pytest.approx(3.0)
     c = sm.choices(cmp).iloc[0]
     assert c["measured_best"] == c["thesis_pick"] == c["extended_pick"] == "distributed N=2"
-    claims = sm.measured_claims(cmp)
+    said = claims_mod.load(speedup.NAME)
+    claims = sm.measured_claims(cmp, said)
     assert claims["one_worker_distributed_measured"] == (
         "N = 1, distributed: measured speedup 0.90-0.90 (slightly slower: 0.8 <= S < 1)", True)
     # "slightly" is a band: 2-5x slower (S = 0.18-0.52, as measured here on CPU) is not slightly slower
-    much = sm.measured_claims(cmp.assign(speedup_measured=[0.8, 1.2, 0.3, 1.5]))
+    much = sm.measured_claims(cmp.assign(speedup_measured=[0.8, 1.2, 0.3, 1.5]), said)
     assert much["one_worker_distributed_measured"][1] is False
     assert claims["distributed_never_worse_measured"][1] is True  # 1.5 / 1.2 = 1.25
     assert claims["central_predictions_accurate"] == ("thesis model, central server: MAPE 15 % (accurate: <= 20 %)", True)
     # distributed: MAPE 40 % >= central 15 %, and the predicted speedup rises with N like the measured one
     assert claims["distributed_predictions_trend"][1] is True
     worse = cmp.assign(speedup_measured=[0.8, 1.6, 0.9, 1.5])
-    assert sm.measured_claims(worse)["distributed_never_worse_measured"][1] is False  # 1.5 < 1.6
+    assert sm.measured_claims(worse, said)["distributed_never_worse_measured"][1] is False  # 1.5 < 1.6
+    assert "semaphore_never_worse" not in claims  # no central+semaphore rows
+    sem = pd.concat([cmp.assign(measured_s=[4.0, 3.0, 2.0, 1.0]),
+                     cmp[cmp["server"] == "central"].assign(server="central+semaphore", measured_s=[4.1, 3.3])])
+    assert sm.measured_claims(sem, said)["semaphore_never_worse"] == (
+        "time with / without the semaphore: 1.02-1.10 over 2 configurations, largest at A, async, N=2 "
+        "(never worse: <= 1.05)", False)
 
 
 # --- the thesis' networks -----------------------------------------------------------------
@@ -499,12 +515,63 @@ def test_fully_convolutional_counts_do_not_depend_on_input_size():
 
 
 def test_judge_re_derives_the_published_cpu_ledger():
-    """judge reads only a run's files: on the published cpu run it gives that run's ledger back."""
+    """judge reads only a run's files: on the published cpu run it gives that run's measured numbers back,
+    and the categories of the typed verdicts (equation statements consistent/inconsistent, the two true of
+    the equation forms not testable, the CPU stand-in's rows not comparable)."""
     runs = sorted((Path(__file__).parents[2] / "published" / "cpu" / "speedup").glob("2*"))
     if not runs:
         pytest.skip("no published cpu run of speedup in this checkout")
     result = harness.load_result(runs[-1])
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
-    published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str)
-    assert ledger["verdict"].map(category).tolist() == published["verdict"].map(category).tolist()
-    assert ledger["ours"].tolist() == published["ours"].tolist()
+    published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str).set_index("claim")
+    assert ledger["category"].value_counts().to_dict() == {
+        "consistent": 14, "not comparable": 12, "not testable here": 2, "inconsistent": 1}
+    measured = ledger[ledger["basis"] == "measured"].set_index("claim")
+    both = measured.index.intersection(published.index)
+    assert len(both) == 4 and measured.loc[both, "ours"].tolist() == published.loc[both, "ours"].tolist()
+
+
+@pytest.mark.parametrize("rule, message", [
+    (None, "rule must be a mapping with check"),
+    ({"check": "all", "op": "<", "value": 1, "colour": "red"}, "rule: unknown keys ['colour']"),
+    ({"check": "all", "op": "<", "value": "one"}, "rule: value must be a number, got 'one'"),
+    ({"check": "all", "modes": ["sync"], "op": "<", "value": 1}, "rule: modes must be a list of sync-join"),
+    ({"check": "all", "workers": [4, 2], "op": "<", "value": 1}, "rule: workers must be [lo, hi], got [4, 2]"),
+    ({"check": "all", "value": 1}, "rule: check 'all' needs op"),
+    ({"check": "best_workers", "expect": {"server": "central"}}, "check 'best_workers' expects a worker count"),
+    ({"check": "measured", "config": {"mode": "async", "server": "central"}}, "rule: config must be {mode, server, workers}"),
+    ({"check": "sometimes"}, "rule: check must be one of all, any"),
+])
+def test_a_bad_rule_is_one_line_naming_its_claim(rule, message):
+    import dataclasses
+
+    claim = dataclasses.replace(claims_mod.load(speedup.NAME)["vgg16e_below_one"], rule=rule)
+    with pytest.raises(claims_mod.ClaimsError) as exc:
+        statements.rule(claim)
+    assert "speedup/claims.yaml, claim 'vgg16e_below_one': rule" in str(exc.value) and message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_every_rule_of_claims_yaml_is_valid():
+    rules = statements.thesis_claims()
+    assert [r["id"] for r in rules] == list(claims_mod.load(speedup.NAME))
+    assert all(r["check"] in statements.CHECKS for r in rules)
+
+
+def test_the_two_undecidable_prediction_statements_hold_for_any_inputs():
+    """'distributed never predicts lower' and 'N = 1 via the central server is slower' are true of the
+    equation forms for any positive inputs (why claims.yaml has them decisive: false)."""
+    rng = np.random.default_rng(0)
+    t_grad, t_comm = rng.uniform(1e-3, 10, 20_000), rng.uniform(1e-4, 10, 20_000)
+    for n in range(1, 9):
+        for mode in eq.MODES:
+            grad = t_grad / n if mode == "sync-split" else t_grad
+            if mode == "async":
+                central = eq.async_central_mean(t_grad, t_comm, n, 128)
+                dist = eq.async_distributed(t_grad, t_comm, n, 128)
+            else:
+                central, dist = eq.sync_central_mean(grad, t_comm, n), eq.sync_distributed(grad, t_comm, n)
+            assert (dist <= central).all(), (mode, n)
+            if n == 1:
+                its = 128 if mode != "async" else 1
+                assert (its * central > 128 * t_grad).all(), mode  # S < 1 through the central server

@@ -1,44 +1,95 @@
 """The thesis' statements about speedup: one :class:`~repro.core.claims.Measured` per claim of ``claims.yaml``.
 
-How each statement is checked on the predictions grid is data (``slampa2017_claims.yaml``, same
-ids as ``claims.yaml``); :func:`measurements` computes, from a run's tables alone, what the
-ledger and the chapter's claims table show, so ``judge`` can re-derive a stored run's ledger.
+How each statement is checked is its claim's ``rule`` (validated by :func:`rule`);
+:func:`measurements` computes, from a run's tables alone, what the ledger and the chapter's claims
+table show, so ``judge`` can re-derive a stored run's ledger.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from repro.core import claims as _claims
+from repro.core import verdicts as V
 from repro.experiments.speedup import emulation
-from repro.experiments.speedup.equations import SERVERS
+from repro.experiments.speedup.equations import MODES, NETWORKS, SERVERS
 from repro.experiments.speedup.measure import measured_claims
 
 NAME = "speedup"
 TIE_RTOL = 1e-9  # speedups this close count as equal (sync-join and async coincide on the distributed server)
-# The verdict's words (claims.verdict: a note is appended to 'consistent', and is the reason of 'differs')
-EQUATIONS_AGREE = "the thesis' own equations on its Table 6.1 inputs give this"
-EQUATIONS_DISAGREE = "the thesis' own equations and Table 6.1 say otherwise"
+# The verdict's words (claims.compare: a note is the detail of 'consistent' and the reason of 'inconsistent')
+EQUATIONS = "the thesis' own equations on its Table 6.1 inputs"
 HOLDS = {True: "holds", False: "does not hold"}
-NOT_COMPARABLE = "not comparable (the thesis' GPUs at 224 px; our runs: CPU, small inputs)"
-NOT_MEASURED = "not measured (measure=false in this profile)"
-OURS_EMULATED_DISAGREE = "our emulated replay of the thesis' cluster, see the chapter"
+CPU_STAND_IN = "the thesis' GPUs at 224 px; our runs: CPU, small inputs"
+CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "measured")
+_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _names(allowed):
+    return lambda v: isinstance(v, list) and len(v) > 0 and all(x in allowed for x in v)
+
+
+def _config(v) -> bool:
+    return (isinstance(v, dict) and set(v) == {"mode", "server", "workers"} and v["mode"] in MODES
+            and v["server"] in SERVERS and _int(v["workers"]))
+
+
+def _expect(v) -> bool:
+    if _int(v):
+        return True
+    return (isinstance(v, dict) and 0 < len(v) and set(v) <= {"modes", "server", "workers"}
+            and _names(MODES)(v.get("modes", list(MODES))) and v.get("server", SERVERS[0]) in SERVERS
+            and _int(v.get("workers", 1)))
+
+
+# rule key -> (valid?, what it must be)
+RULE_KEYS = {
+    "check": (lambda v: v in CHECKS, f"one of {', '.join(CHECKS)}"),
+    "network": (lambda v: v in NETWORKS, f"one of {', '.join(NETWORKS)}"),
+    "modes": (_names(MODES), f"a list of {', '.join(MODES)}"),
+    "servers": (_names(SERVERS), f"a list of {', '.join(SERVERS)}"),
+    "workers": (lambda v: isinstance(v, list) and len(v) == 2 and all(map(_int, v)) and v[0] <= v[1], "[lo, hi]"),
+    "op": (lambda v: v in _OPS, f"one of {' '.join(_OPS)}"),
+    "value": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+    "expect": (_expect, "a worker count or {modes, server, workers}"),
+    "config": (_config, "{mode, server, workers}"),
+    "note": (lambda v: isinstance(v, str), "text"),
+}
+_NEEDS = {"all": ("op", "value"), "any": ("op", "value"), "best_workers": ("expect",), "best_config": ("expect",)}
+
+
+def rule(claim: _claims.Claim) -> dict:
+    """The claim's ``rule`` with its id, validated (one-line :class:`~repro.core.claims.ClaimsError` naming it)."""
+    where = f"{NAME}/claims.yaml, claim {claim.id!r}: rule"
+    r = claim.rule
+    if not isinstance(r, dict) or "check" not in r:
+        raise _claims.ClaimsError(f"{where} must be a mapping with check ({', '.join(CHECKS)})")
+    unknown = sorted(set(r) - set(RULE_KEYS))
+    if unknown:
+        raise _claims.ClaimsError(f"{where}: unknown keys {unknown}; known: {', '.join(RULE_KEYS)}")
+    for key, value in r.items():
+        ok, what = RULE_KEYS[key]
+        if not ok(value):
+            raise _claims.ClaimsError(f"{where}: {key} must be {what}, got {value!r}")
+    missing = [k for k in _NEEDS.get(r["check"], ()) if k not in r]
+    if missing:
+        raise _claims.ClaimsError(f"{where}: check {r['check']!r} needs {', '.join(missing)}")
+    if r["check"] == "best_workers" and not _int(r["expect"]):
+        raise _claims.ClaimsError(f"{where}: check 'best_workers' expects a worker count, got {r['expect']!r}")
+    return {"id": claim.id, **r}
 
 
 @lru_cache(maxsize=None)
 def thesis_claims() -> tuple[dict, ...]:
-    """How each statement is checked (``slampa2017_claims.yaml``); its ids are exactly those of ``claims.yaml``."""
-    text = resources.files(__package__).joinpath("slampa2017_claims.yaml").read_text(encoding="utf-8")
-    specs = tuple(yaml.safe_load(text)["claims"])
-    ids, known = [s["id"] for s in specs], list(_claims.load(NAME))
-    if ids != known:
-        raise _claims.ClaimsError(f"{NAME}: slampa2017_claims.yaml ids {ids} differ from claims.yaml ids {known}")
-    return specs
+    """Every claim's rule, with its id, in ``claims.yaml`` order."""
+    return tuple(rule(c) for c in _claims.load(NAME).values())
 
 
 def _select(grid: pd.DataFrame, claim: dict) -> pd.DataFrame:
@@ -56,11 +107,20 @@ def _select(grid: pd.DataFrame, claim: dict) -> pd.DataFrame:
     return sel
 
 
-def _config(row) -> str:
+def _where(row) -> str:
     return f"{row['mode']}, {row['server']}, N={int(row['workers'])}"
 
 
-_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+def _expected(claim: dict) -> str:
+    """What the statement says, in the words of its check (the reason of an 'inconsistent' row)."""
+    kind, exp = claim["check"], claim.get("expect")
+    if kind in ("all", "any"):
+        return f"S {claim['op']} {claim['value']:g} {'everywhere' if kind == 'all' else 'somewhere'}"
+    if kind == "best_workers":
+        return f"the best N = {exp}"
+    if kind == "best_config":
+        return "the best at " + ", ".join(f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in exp.items())
+    return "distributed >= central everywhere"
 
 
 def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
@@ -68,7 +128,7 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
 
     Claim kinds (``check``):
 
-    * ``all``: every mean speedup of the selection satisfies ``op value``; shows the extreme.
+    * ``all``: every mean speedup of the selection satisfies ``op value``; shows the range and the extreme.
     * ``best_workers``: the N with the largest speedup for one (network, mode, server) is ``expect``.
     * ``best_config``: the expected (mode, server, N) is among the best of the selection (ties allowed).
     * ``any``: at least one speedup of the selection satisfies ``op value``; shows the extreme.
@@ -86,7 +146,7 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
             cfg = claim["config"]
             hit = sel[(sel["mode"] == cfg["mode"]) & (sel["server"] == cfg["server"]) & (sel["workers"] == cfg["workers"])]
             if not hit.empty:
-                ours = f"predicted {hit['speedup'].iloc[0]:.2f} at {_config(hit.iloc[0])}"
+                ours = f"predicted {hit['speedup'].iloc[0]:.2f} at {_where(hit.iloc[0])}"
         return {"ours": ours, "verdict": "needs measurement"}
     if sel.empty:
         raise ValueError(f"claim {claim['id']}: no predictions match its selection")
@@ -96,7 +156,8 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
         # all: show the value closest to breaking the bound; any: show the best witness
         show_max = (claim["op"] in ("<", "<=")) == (kind == "all")
         extreme = sel.loc[sel["speedup"].idxmax() if show_max else sel["speedup"].idxmin()]
-        return {"ours": f"{'max' if show_max else 'min'} {extreme['speedup']:.3f} ({_config(extreme)})",
+        return {"ours": f"S = {sel['speedup'].min():.3f}-{sel['speedup'].max():.3f} over {len(sel)} configurations; "
+                        f"{'max' if show_max else 'min'} at {_where(extreme)}",
                 "verdict": "pass" if passed else "fail"}
     if kind == "best_workers":
         best = sel.loc[sel["speedup"].idxmax()]
@@ -109,7 +170,7 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
         hit = ((ties["mode"].isin(exp["modes"]) if "modes" in exp else True)
                & ((ties["server"] == exp["server"]) if "server" in exp else True)
                & ((ties["workers"] == exp["workers"]) if "workers" in exp else True))
-        shown = "; ".join(_config(r) for _, r in ties.iterrows())
+        shown = "; ".join(_where(r) for _, r in ties.iterrows())
         return {"ours": f"best S={top:.3f} at {shown}", "verdict": "pass" if bool(np.any(hit)) else "fail"}
     if kind == "server_order":
         wide = sel.pivot_table(index=["network", "mode", "workers"], columns="server", values="speedup")
@@ -120,6 +181,12 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
     raise ValueError(f"claim {claim.get('id')}: unknown check {kind!r}")
 
 
+def _equations(spec: dict, res: dict) -> _claims.Measured:
+    """A prediction statement: the thesis' equations on its Table 6.1 inputs (basis equations)."""
+    ok = res["verdict"] == "pass"
+    note = (f"{EQUATIONS} give this" if ok else "; ".join(t for t in (
+        f"{EQUATIONS} give {res['ours']}, against the statement's {_expected(spec)}", spec.get("note", "")) if t))
+    return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0, note=note)
 
 
 def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None,
@@ -127,36 +194,47 @@ def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | Non
     """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs;
     ``ours_emulated``: the emulated grid's, which decide a statement about the thesis' runs first)."""
     if spec.get("network") and spec["network"] not in params["networks"]:
-        return _claims.Measured(ours="–", gate=f"not measured ({spec['network']} is not in this run's networks)",
+        return _claims.Measured(ours="–", gate=V.not_measured(f"{spec['network']} is not in this run's networks"),
                                 basis="none", runs=0)
     res = check_claim(grid, spec)
     if spec["check"] != "measured":
-        ok = res["verdict"] == "pass"
-        return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0,
-                                note=EQUATIONS_AGREE if ok else EQUATIONS_DISAGREE)
+        return _equations(spec, res)
     if ours_emulated and spec["id"] in ours_emulated:
-        ours, ok, runs, gate = ours_emulated[spec["id"]]
-        if gate:
-            return _claims.Measured(ours=ours, gate=gate, basis="emulated", runs=runs)
-        return _claims.Measured(ours=ours, holds=bool(ok), basis="emulated", runs=runs,
-                                note="" if ok else OURS_EMULATED_DISAGREE)
+        ours, ok, runs, gate, detail = ours_emulated[spec["id"]]
+        if gate is not None:
+            return _claims.Measured(ours=ours, holds=bool(ok), gate=gate, basis="emulated", runs=runs)
+        note = "; ".join(t for t in (detail, spec.get("note", "")) if t)
+        return _claims.Measured(ours=ours, holds=bool(ok), basis="emulated", runs=runs, note=note)
     if ours_measured is None:
-        return _claims.Measured(ours=res["ours"], gate=NOT_MEASURED, basis="none", runs=0)
+        return _claims.Measured(ours=res["ours"], gate=V.not_measured("measure=false in this profile"),
+                                basis="none", runs=0)
     if spec["id"] in ours_measured:  # a CPU stand-in of the thesis' cluster: shown, never a verdict either way
         ours, ok = ours_measured[spec["id"]]
         return _claims.Measured(ours=ours, holds=bool(ok), basis="measured", runs=1,
-                                gate=NOT_COMPARABLE[:-1] + f"; on them the statement {HOLDS[bool(ok)]})")
-    return _claims.Measured(ours=res["ours"], gate=NOT_COMPARABLE, basis="none", runs=0)
+                                gate=V.not_comparable(f"{CPU_STAND_IN}; on them the statement {HOLDS[bool(ok)]}"))
+    return _claims.Measured(ours=res["ours"], gate=V.not_comparable(CPU_STAND_IN), basis="none", runs=0)
+
+
+def _undecidable(m: _claims.Measured, claim: _claims.Claim) -> _claims.Measured:
+    """A claim with ``decisive: false`` keeps what was computed, gated not testable with its reason."""
+    if claim.decisive or m.gate is not None:
+        return m
+    shown = "" if m.holds is None else f"; here it {HOLDS[bool(m.holds)]}"
+    return _claims.Measured(ours=m.ours, holds=m.holds, basis=m.basis, runs=m.runs,
+                            gate=V.not_testable(claim.why_not_decisive + shown))
 
 
 def measurements(tables: dict[str, pd.DataFrame], params: dict) -> dict[str, _claims.Measured]:
-    """One measurement per claim id, from the run's tables ``predictions`` and ``measured_vs_predicted``."""
+    """One measurement per claim id, from the run's tables ``predictions``, ``measured_vs_predicted``
+    and (emulated profiles) ``emulated_vs_predicted``, ``emulated_runs``, ``dilation_check``."""
+    said = _claims.load(NAME)
     measured = params["measure"] and "measured_vs_predicted" in tables
-    ours_measured = measured_claims(tables["measured_vs_predicted"]) if measured else None
+    ours_measured = measured_claims(tables["measured_vs_predicted"], said) if measured else None
     profile = params.get("emulate", "none")
-    ours_emulated = (emulation.claim_values(tables, thesis_claims(), _claims.load(NAME), profile)
+    ours_emulated = (emulation.claim_values(tables, thesis_claims(), said, profile, details=True)
                      if profile != "none" and "emulated_vs_predicted" in tables else None)
-    return {s["id"]: _one(tables["predictions"], s, params, ours_measured, ours_emulated) for s in thesis_claims()}
+    return {s["id"]: _undecidable(_one(tables["predictions"], s, params, ours_measured, ours_emulated), said[s["id"]])
+            for s in thesis_claims()}
 
 
 def verdicts(ledger: pd.DataFrame) -> dict[str, str]:
@@ -197,6 +275,10 @@ def reported_vs_predicted(grid: pd.DataFrame, verdict: dict[str, str]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+def _gated(m: _claims.Measured, category: V.Category) -> bool:
+    return m.gate is not None and m.gate.category is category
+
+
 def counts(measured: dict[str, _claims.Measured]) -> dict[str, int]:
     """Claim counts for the chapter's prose (summary.json)."""
     ms = list(measured.values())
@@ -204,13 +286,15 @@ def counts(measured: dict[str, _claims.Measured]) -> dict[str, int]:
     def n(pred) -> int:
         return int(sum(1 for m in ms if pred(m)))
 
+    decided = [m for m in ms if m.gate is None]
     return {"claims_total": len(ms),
-            "claims_pass": n(lambda m: m.basis == "equations" and m.holds is True),
-            "claims_fail": n(lambda m: m.basis == "equations" and m.holds is False),
-            "claims_need_measurement": n(lambda m: (m.gate or "").startswith("not measured")),
+            "claims_pass": sum(m.basis == "equations" and m.holds is True for m in decided),
+            "claims_fail": sum(m.basis == "equations" and m.holds is False for m in decided),
+            "claims_need_measurement": n(lambda m: _gated(m, V.Category.NOT_MEASURED)),
+            "claims_not_testable": n(lambda m: _gated(m, V.Category.NOT_TESTABLE)),
             "claims_measured_pass": n(lambda m: m.basis == "measured" and m.holds is True),
             "claims_measured_fail": n(lambda m: m.basis == "measured" and m.holds is False),
-            "claims_emulated_pass": n(lambda m: m.basis == "emulated" and m.holds is True),
-            "claims_emulated_fail": n(lambda m: m.basis == "emulated" and m.holds is False),
+            "claims_emulated_pass": sum(m.basis == "emulated" and m.holds is True for m in decided),
+            "claims_emulated_fail": sum(m.basis == "emulated" and m.holds is False for m in decided),
             # the CPU runs' own statements (basis measured) are counted above, though gated not comparable too
-            "claims_not_comparable": n(lambda m: (m.gate or "").startswith("not comparable") and m.basis != "measured")}
+            "claims_not_comparable": n(lambda m: _gated(m, V.Category.NOT_COMPARABLE) and m.basis != "measured")}

@@ -1,0 +1,181 @@
+"""Falsification cases of `speedup` (slampa2017): every decisive claim, its judge
+(:func:`repro.experiments.speedup.statements.measurements`) fed counterfactual tables where the
+statement holds and where it does not.
+
+* prediction statements (basis equations): the thesis' Table 6.1 with one network's ``t_comm``
+  changed, through the thesis' equations (:func:`~repro.experiments.speedup.equations.predict_grid`);
+* statements about the thesis' measurements (basis emulated): an emulated grid whose speedups are
+  the thesis' predictions, with the cells the statement speaks of changed.
+"""
+
+import functools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import falsify
+from repro.experiments.speedup import equations as eq
+from repro.experiments.speedup import statements
+
+EXPERIMENT = "speedup"
+D = 128
+LIMITS = {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8}
+PROFILE = "gtx970-1gbit"
+
+
+@functools.lru_cache(maxsize=None)
+def _grid(t_comm: tuple = ()) -> pd.DataFrame:
+    """The thesis' predictions on Table 6.1, with ``t_comm`` of the networks in ``t_comm`` replaced."""
+    table = eq.table_6_1()
+    for net, value in t_comm:
+        table.loc[table["network"] == net, "t_comm"] = value
+    return eq.predict_grid(table, D, LIMITS, semaphore=True)
+
+
+def _predicted(cid: str, t_comm: dict):
+    grid = _grid(tuple(sorted(t_comm.items())))
+    return statements.measurements({"predictions": grid}, {"measure": False, "networks": list(eq.NETWORKS)})[cid]
+
+
+def _equations(cid: str, net: str, holds: float | None, fails: float | None):
+    """A prediction statement: the thesis' own t_comm where it holds (None) or fails (None), else ``net``'s
+    t_comm set to the number given."""
+    def case():
+        return tuple(_predicted(cid, {} if tc is None else {net: tc}) for tc in (holds, fails))
+    return case
+
+
+CASES = {
+    "vgg16e_below_one": _equations("vgg16e_below_one", "VGG16E", None, 0.01),
+    "vgg16e_sequential_best": _equations("vgg16e_sequential_best", "VGG16E", None, 0.01),
+    "squeezenet_above_one": _equations("squeezenet_above_one", "SqueezeNet", None, 5.0),
+    "squeezenet_best_config": _equations("squeezenet_best_config", "SqueezeNet", None, 5.0),
+    "squeezenet_split_central_best_4": _equations("squeezenet_split_central_best_4", "SqueezeNet", None, 1e-4),
+    "googlenet_split_distributed_predicted_up": _equations("googlenet_split_distributed_predicted_up", "GoogLeNet",
+                                                           None, 5.0),
+    "googlenet_join_central_above_one": _equations("googlenet_join_central_above_one", "GoogLeNet", None, 5.0),
+    "googlenet_join_best": _equations("googlenet_join_best", "GoogLeNet", None, 5.0),
+    "googlenet_split_central_below_one": _equations("googlenet_split_central_below_one", "GoogLeNet", None, 1e-4),
+    "googlenet_async_best": _equations("googlenet_async_best", "GoogLeNet", None, 5.0),
+    "resnet34_best_config": _equations("resnet34_best_config", "Resnet34", None, 5.0),
+    "resnet34_split_below_one": _equations("resnet34_split_below_one", "Resnet34", None, 1e-4),
+    "resnet34_async_central_below_one": _equations("resnet34_async_central_below_one", "Resnet34", None, 1e-4),
+    "resnet34_async_distributed_above_one": _equations("resnet34_async_distributed_above_one", "Resnet34", None, 5.0),
+    # the thesis' own Table 6.1 makes this one false (t_comm ~ t_grad); a Resnet34 with a 10x faster link makes it true
+    "resnet34_join_central_above_one": _equations("resnet34_join_central_above_one", "Resnet34", 0.08, None),
+}
+
+
+# --- statements about the thesis' measurements, on an emulated grid -------------------------
+
+
+def _emulated_grid() -> pd.DataFrame:
+    """emulated_vs_predicted as the emulation writes it, every speedup the thesis' prediction (error 0)."""
+    grid = _grid()
+    grid = grid[grid["workers"].isin([1, 2, 4, 8])]
+    t_grad = eq.table_6_1().set_index("network")["t_grad"]
+    out = grid[["network", "mode", "server", "workers"]].copy()
+    out["t_grad"] = out["network"].map(t_grad)
+    out["thesis_s"] = grid["t_train"].to_numpy()
+    out["speedup_thesis"] = grid["speedup"].to_numpy()
+    out = out.reset_index(drop=True)
+    return _with(out, out["network"].notna(), out["speedup_thesis"].to_numpy())
+
+
+def _with(cmp: pd.DataFrame, where, speedup) -> pd.DataFrame:
+    """``cmp`` with the emulated speedup of the rows ``where`` set (time and the thesis model's error follow)."""
+    cmp = cmp.copy()
+    cmp.loc[where, "speedup_measured"] = speedup if np.isscalar(speedup) else np.asarray(speedup)[where.to_numpy()]
+    cmp["measured_s"] = D * cmp["t_grad"] / cmp["speedup_measured"]
+    cmp["error_thesis"] = cmp["thesis_s"] / cmp["measured_s"] - 1
+    return cmp
+
+
+def _at(cmp, net=None, mode=None, server=None, workers=None):
+    sel = pd.Series(True, index=cmp.index)
+    for col, v in (("network", net), ("mode", mode), ("server", server)):
+        if v is not None:
+            sel &= cmp[col] == v
+    if workers is not None:
+        sel &= cmp["workers"].isin(workers if isinstance(workers, list) else [workers])
+    return sel
+
+
+def _emulated(cid: str, cmp: pd.DataFrame):
+    runs = pd.DataFrame({"server": ["distributed"], "ps_on_workers": [True], "mode": ["sync-join"],
+                         "workers": [1], "closures": [8]})
+    # every configuration run twice (the second run as the dilation check writes it), with the same speedup
+    again = cmp.assign(semaphore=cmp["server"].str.endswith("+semaphore"), server=cmp["server"].str.replace(
+        "+semaphore", ""), speedup_a=cmp["speedup_measured"], speedup_b=cmp["speedup_measured"], dilation_a=4.0,
+        dilation_b=8.0)
+    tables = {"predictions": _grid(), "emulated_vs_predicted": cmp, "emulated_runs": runs, "dilation_check": again}
+    params = {"measure": False, "networks": list(eq.NETWORKS), "emulate": PROFILE}
+    return statements.measurements(tables, params)[cid]
+
+
+def _replay(cid: str, holds, fails):
+    """A statement about the thesis' runs: ``holds`` / ``fails`` turn the emulated grid into one where it does."""
+    def case():
+        return _emulated(cid, holds(_emulated_grid())), _emulated(cid, fails(_emulated_grid()))
+    return case
+
+
+def _same(cmp):
+    return cmp
+
+
+def _speedup(net, mode, server, workers, value):
+    return lambda cmp: _with(cmp, _at(cmp, net, mode, server, workers), value)
+
+
+def _semaphore_slower(cmp):
+    sem = _at(cmp, "GoogLeNet", "async", "central+semaphore", 4)
+    plain = cmp.loc[_at(cmp, "GoogLeNet", "async", "central", 4), "speedup_measured"].iloc[0]
+    return _with(cmp, sem, plain / 1.3)  # 1.3 x the time without the semaphore
+
+
+def _central_off(cmp):
+    cmp = cmp.copy()
+    central = cmp["server"] == "central"
+    cmp.loc[central, "thesis_s"] = 1.5 * cmp.loc[central, "measured_s"]  # the thesis model 50 % off
+    cmp["error_thesis"] = cmp["thesis_s"] / cmp["measured_s"] - 1
+    return cmp
+
+
+def _trend_reversed(cmp):
+    return _with(cmp, _at(cmp, "SqueezeNet", "sync-join", "distributed", [1, 2, 4, 8]),
+                 np.where(cmp["workers"] == 1, 4.0, 8.0 / cmp["workers"]))
+
+
+CASES.update({
+    "vgg16e_below_one_measured": _replay("vgg16e_below_one_measured", _same,
+                                         _speedup("VGG16E", "sync-join", "distributed", 4, 1.5)),
+    "squeezenet_best_measured": _replay("squeezenet_best_measured",
+                                        _speedup("SqueezeNet", "sync-join", "distributed", 8, 6.6),
+                                        _speedup("SqueezeNet", "sync-join", "distributed", 8, 7.5)),
+    "squeezenet_split_central_best_4_measured": _replay("squeezenet_split_central_best_4_measured", _same,
+                                                        _speedup("SqueezeNet", "sync-split", "central", 8, 10.0)),
+    "googlenet_async_measured": _replay("googlenet_async_measured",
+                                        _speedup("GoogLeNet", "async", "distributed", 8, 3.8),
+                                        _speedup("GoogLeNet", "async", "distributed", 8, 4.8)),
+    "googlenet_split_measured": _replay("googlenet_split_measured",
+                                        _speedup("GoogLeNet", "sync-split", "distributed", 8, 4.1),
+                                        _speedup("GoogLeNet", "sync-split", "distributed", 8, 1.25)),
+    "googlenet_split_distributed_measured_down": _replay(
+        "googlenet_split_distributed_measured_down", _speedup("GoogLeNet", "sync-split", "distributed", [2, 4, 8], 0.8),
+        _same),
+    "resnet34_best_measured": _replay("resnet34_best_measured",
+                                      _speedup("Resnet34", "sync-join", "distributed", 8, 2.2),
+                                      _speedup("Resnet34", "sync-join", "distributed", 8, 2.6)),
+    "distributed_never_worse_measured": _replay("distributed_never_worse_measured", _same,
+                                                _speedup("GoogLeNet", "async", "distributed", 4, 0.5)),
+    "central_predictions_accurate": _replay("central_predictions_accurate", _same, _central_off),
+    "distributed_predictions_trend": _replay("distributed_predictions_trend", _same, _trend_reversed),
+    "semaphore_never_worse": _replay("semaphore_never_worse", _same, _semaphore_slower),
+})
+
+
+@pytest.mark.parametrize("cid", sorted(CASES))
+def test_flips(cid):
+    falsify.check(EXPERIMENT, CASES, cid)
