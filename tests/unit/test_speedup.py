@@ -575,3 +575,15 @@ def test_the_two_undecidable_prediction_statements_hold_for_any_inputs():
             if n == 1:
                 its = 128 if mode != "async" else 1
                 assert (its * central > 128 * t_grad).all(), mode  # S < 1 through the central server
+
+
+def test_the_parameter_counts_view_is_judged_from_the_stored_table_and_can_fail():
+    from repro.experiments.speedup import parameters
+
+    table = pd.DataFrame({"network": ["SqueezeNet", "GoogLeNet"], "published": [1248424.0, 6.8e6],
+                          "ours_1000": [1248424, 6998552], "relative_difference": [0.0, 0.029],
+                          "verdict": ["reproduced", "reproduced"]})  # a stale verdict of older rules
+    assert parameters.judged(table)["verdict"].tolist() == ["consistent", "consistent"]
+    off = parameters.judged(table.assign(relative_difference=[0.01, 0.08]))["verdict"].tolist()
+    assert off == ["inconsistent (+1.0% from the published count, tolerance 0.0%)",
+                   "inconsistent (+8.0% from the published count, tolerance 5.0%)"]

@@ -29,9 +29,8 @@ from repro.cluster import hardware
 from repro.book.report import glue
 from repro.core import claims, harness
 from repro.core.harness import Result
-from repro.experiments.speedup import emulation
+from repro.experiments.speedup import emulation, parameters, statements
 from repro.experiments.speedup import measure as sm
-from repro.experiments.speedup import statements
 from repro.experiments.speedup.equations import (
     SERVERS,
     best_per_configuration,
@@ -157,8 +156,10 @@ class Speedup:
         the ledger's verdicts (rejudge rewrites them)."""
         verdict = statements.verdicts(ledger)
         rep = statements.reported_vs_predicted(result.tables["predictions"], verdict)
-        return harness.Output({"claims": statements.claims_table(measured, verdict), "reported_vs_predicted": rep},
-                              statements.counts(measured))
+        views = {"claims": statements.claims_table(measured, verdict), "reported_vs_predicted": rep}
+        if "parameters" in result.tables:  # our builds against the published counts
+            views["parameters"] = parameters.judged(result.tables["parameters"])
+        return harness.Output(views, statements.counts(measured))
 
 
 EXPERIMENT = Speedup()
