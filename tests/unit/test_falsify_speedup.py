@@ -176,6 +176,21 @@ CASES.update({
 })
 
 
+def _ratio(net: str, stated: float):
+    """§7.1's t_comm ratio: Table 6.1 with ``net``'s t_comm at the stated multiple of SqueezeNet's (the
+    statement true) and as the thesis' table has it (false)."""
+    def case():
+        table = eq.table_6_1()
+        squeeze = float(table.loc[table["network"] == "SqueezeNet", "t_comm"].iloc[0])
+        true = table.assign(t_comm=np.where(table["network"] == net, stated * squeeze, table["t_comm"]))
+        return statements.t_comm_ratio(true, net), statements.t_comm_ratio(table, net)
+    return case
+
+
+CASES.update({f"t_comm_ratio_{net.lower()}": _ratio(net, stated)
+              for net, stated in (("GoogLeNet", 7), ("Resnet34", 27), ("VGG16E", 170))})
+
+
 @pytest.mark.parametrize("cid", sorted(CASES))
 def test_flips(cid):
     falsify.check(EXPERIMENT, CASES, cid)

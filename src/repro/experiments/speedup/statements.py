@@ -15,7 +15,7 @@ import pandas as pd
 from repro.core import claims as _claims
 from repro.core import verdicts as V
 from repro.experiments.speedup import emulation
-from repro.experiments.speedup.equations import MODES, NETWORKS, SERVERS
+from repro.experiments.speedup.equations import MODES, NETWORKS, SERVERS, table_6_1
 from repro.experiments.speedup.measure import measured_claims
 
 NAME = "speedup"
@@ -24,7 +24,7 @@ TIE_RTOL = 1e-9  # speedups this close count as equal (sync-join and async coinc
 EQUATIONS = "the thesis' own equations on its Table 6.1 inputs"
 HOLDS = {True: "holds", False: "does not hold"}
 CPU_STAND_IN = "the thesis' GPUs at 224 px; our runs: CPU, small inputs"
-CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "measured")
+CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "measured", "t_comm_ratio")
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
@@ -62,7 +62,8 @@ RULE_KEYS = {
     "config": (_config, "{mode, server, workers}"),
     "note": (lambda v: isinstance(v, str), "text"),
 }
-_NEEDS = {"all": ("op", "value"), "any": ("op", "value"), "best_workers": ("expect",), "best_config": ("expect",)}
+_NEEDS = {"all": ("op", "value"), "any": ("op", "value"), "best_workers": ("expect",), "best_config": ("expect",),
+          "t_comm_ratio": ("network",)}
 
 
 def rule(claim: _claims.Claim) -> dict:
@@ -189,6 +190,14 @@ def _equations(spec: dict, res: dict) -> _claims.Measured:
     return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0, note=note)
 
 
+def t_comm_ratio(table: pd.DataFrame, network: str, base: str = "SqueezeNet") -> _claims.Measured:
+    """``network``'s t_comm over ``base``'s in ``table`` (Table 6.1): the thesis' own arithmetic (§7.1)."""
+    t = table.set_index("network")["t_comm"]
+    ratio = float(t[network] / t[base])
+    return _claims.Measured(ours=f"{ratio:.1f}x ({t[network]:.3f} s / {t[base]:.3f} s, Table 6.1)", value=ratio,
+                            basis="equations", runs=0)
+
+
 def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None,
          ours_emulated: dict | None = None) -> _claims.Measured:
     """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs;
@@ -196,6 +205,8 @@ def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | Non
     if spec.get("network") and spec["network"] not in params["networks"]:
         return _claims.Measured(ours="–", gate=V.not_measured(f"{spec['network']} is not in this run's networks"),
                                 basis="none", runs=0)
+    if spec["check"] == "t_comm_ratio":
+        return t_comm_ratio(table_6_1(), spec["network"])
     res = check_claim(grid, spec)
     if spec["check"] != "measured":
         return _equations(spec, res)
