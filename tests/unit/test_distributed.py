@@ -13,8 +13,9 @@ from repro.core import claims, harness, ledger
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.distributed import arithmetic, runs, verdicts
+from repro.experiments.distributed import models as distributed_models
 from repro.experiments.distributed import experiment as distributed
-from repro.experiments.distributed.common import FAULT_COLUMNS, FINDINGS, MODEL_FINDINGS
+from repro.experiments.distributed.common import FAULT_COLUMNS, FINDINGS, MODEL_FINDINGS, PS_BYTES
 
 # ------------------------------------------------------------------ arithmetic
 
@@ -63,9 +64,9 @@ def test_scaling_efficiency_and_ratios():
 
 def _tables(t, faults=None, audited=False):
     """Hand-made tables as a run writes them (Table 1: vgg16 and resnet50 audited, or none)."""
-    audit = pd.DataFrame({"model": ["vgg16", "vgg19", "resnet50", "inception_v3", "resnet152"],
-                          "ours_params_m": [138.36, float("nan"), 25.64, 23.85, 60.42] if audited else [float("nan")] * 5,
-                          "ours_gflops": [30.94, float("nan"), 7.72, 11.43, 22.56] if audited else [float("nan")] * 5})
+    audit = pd.DataFrame({"model": ["vgg16", "vgg19", "resnet50", "inception_v4", "inception_v3", "resnet152"],
+                          "ours_params_m": [138.36, float("nan"), 25.64, 42.74, 23.85, 60.42] if audited else [float("nan")] * 6,
+                          "ours_gflops": [30.94, float("nan"), 7.72, 24.51, 11.43, 22.56] if audited else [float("nan")] * 6})
     return {"throughput": t, "scaling": arithmetic.scaling_efficiency(t), "ratios": arithmetic.ratios(t),
             "table1": audit, "faults": faults if faults is not None else pd.DataFrame(columns=FAULT_COLUMNS)}
 
@@ -145,7 +146,7 @@ def test_ledger_has_one_row_per_claim_with_basis_and_the_ledger_rule():
     assert led.loc["table1_vgg16", "basis"] == "none"  # not audited in these tables
     # the findings table is the ledger's rows for the findings
     findings = verdicts.findings_table(claims.ledger(distributed.NAME, m))
-    assert list(findings["finding"]) == list(FINDINGS) + list(MODEL_FINDINGS)
+    assert list(findings["finding"]) == list(FINDINGS) + [PS_BYTES] + list(MODEL_FINDINGS)
     assert findings.set_index("finding").loc["async_vs_sync", "verdict"] == led.loc["async_vs_sync", "verdict"]
 
 
@@ -182,10 +183,15 @@ def test_judge_on_a_hand_made_result(tmp_path):
     assert led.loc["table1_resnet50", "category"] == "inconsistent"
     assert led.loc["table1_resnet50", "verdict"].endswith(
         "Table 1 resnet50 GFLOPs (10) under the convention that gives VGG16's 30.9 (2 x multiply-accumulates) is 7.7)")
-    assert led.loc["table1_inception4", "verdict"] == "not comparable (InceptionV3 stands in for InceptionV4)"
-    assert led.loc["table1_vgg19", "verdict"].startswith("not measured (model not audited") and led.loc["table1_vgg19", "basis"] == "none"
+    # InceptionV4 as built (42.7 M, 24.5 GFLOPs) against the printed 65 M, 20 GFLOPs: both figures named
+    assert (led.loc["table1_inception4", "category"], led.loc["table1_inception4", "basis"]) == ("inconsistent", "equations")
+    assert led.loc["table1_inception4", "verdict"].startswith(
+        "inconsistent (0.6575 outside [0.95, 1.05]; ours/paper: parameters 0.658, GFLOPs 1.226; Table 1 inception4 "
+        "parameters (65 M) against 42.7 M counted by Keras for inception_v4 at 299 px")
+    assert led.loc["table1_vgg19", "verdict"].startswith("not measured (vgg19 not audited") and led.loc["table1_vgg19", "basis"] == "none"
     t1 = verdicts.table1_verdicts(tables["table1"], claims.ledger(distributed.NAME, m))
     assert list(t1)[0] == led.loc["table1_vgg16", "verdict"]
+    assert list(t1)[4].startswith("not comparable (the throughput grids' stand-in for Inception4")  # inception_v3
     assert list(t1)[-1] == "not comparable (not in the paper's Table 1)"  # resnet152
 
 
@@ -197,14 +203,21 @@ def test_judge_rederives_the_published_ledger():
     result = harness.load_result(root / (root / "LATEST").read_text().strip())  # read only
     new = claims.ledger(distributed.NAME, distributed.EXPERIMENT.judge(result))
     old = result.tables["ledger"]
-    assert list(new["claim"])[:len(old)] == list(old["claim"])  # the model rows come after
+    # Table 1's Inception4 is the built InceptionV4, which a run's audit has only where audit_models lists it
+    inception = {"Table 1: Inception4 (ours: InceptionV3 stand-in) parameters and GFLOPs":
+                 "Table 1: Inception4 parameters and GFLOPs"}
+    assert list(new["claim"])[:len(old)] == [inception.get(c, c) for c in old["claim"]]  # newer rows come after
+    audited = "inception_v4" in set(result.tables["table1"]["model"])
     old_cats = [V.category_of(v) for v in old["verdict"]]
     # fault tolerance: not comparable since the ring half is known to be true by construction (was partly)
     want = [V.Category.NOT_COMPARABLE if c == "async PS is more fault tolerant than all-reduce (a worker killed mid-run)"
             else V.Category.INCONSISTENT if cat is V.Category.DIFFERS and b == "equations" else cat
             for c, cat, b in zip(old["claim"], old_cats, old["basis"])]
+    want = [(V.Category.INCONSISTENT if audited else V.Category.NOT_MEASURED) if c in inception else w
+            for c, w in zip(old["claim"], want)]
     assert [V.category_of(v) for v in new["verdict"]][:len(old)] == want
-    assert list(new["ours"])[:len(old)] == list(old["ours"])
+    same = [c not in inception for c in old["claim"]]
+    assert list(new["ours"][:len(old)][same]) == list(old["ours"][same])
 
 
 def test_flops_by_layer_arithmetic_of_a_small_cnn():
@@ -370,3 +383,37 @@ def test_the_published_emulated_run_is_judged_as_checks_with_the_model_beside():
     assert model["category"].to_dict() == {"model_horovod": "inconsistent", "model_ring_scaling": "inconsistent",
                                            "model_vgg_worst": "consistent", "model_ps_efficiency": "consistent"}
     assert led.loc["model_horovod", "ours"].startswith("Horovod / sync PS at 10 workers: inception_v3: 1.52")
+
+
+def test_inception_v4_as_built_has_the_published_size():
+    """InceptionV4 (Szegedy et al. 2016) as :mod:`.inception_v4` builds it, 1000 classes at 299 px: exactly the
+    trainable parameters of the timm / Cadene ``inception_v4`` (42,679,816, the widely published 42.7 M), and
+    2 x 12.3 G multiply-accumulates (timm's model card: 12.3 GMACs) within 1 %."""
+    import numpy as np
+
+    from repro.experiments.distributed.inception_v4 import REFERENCE_TRAINABLE_1000
+
+    net = distributed_models.build_model("inception_v4", 299, 1000)
+    trainable = sum(int(np.prod(w.shape)) for w in net.trainable_weights)
+    assert trainable == REFERENCE_TRAINABLE_1000 == 42_679_816
+    assert net.count_params() - trainable == sum(2 * int(layer.moving_mean.shape[0]) for layer in net.layers
+                                                 if type(layer).__name__ == "BatchNormalization")
+    assert net.output.shape[1:] == (1000,) and net.count_params() / 1e6 == pytest.approx(42.74, abs=0.01)
+    assert arithmetic.conv_dense_flops(net) / 2e9 == pytest.approx(12.3, rel=0.01)
+
+
+def test_ps_extra_data_reads_the_sweep():
+    """The PS link against a ring worker's, at every sweep point where both ran; no sweep: not measured."""
+    sweep = pd.DataFrame([{"method": m, "bandwidth": "1gbit", "model": mod, "workers": 2,
+                           "measured_sent_mb_per_step": mb, "measured_received_mb_per_step": mb - 1}
+                          for mod, ring, ps in (("resnet50", 103.0, 206.0), ("tiny", 25.0, 50.0))
+                          for m, mb in (("ring", ring), ("ps_sync", ps))])
+    m = verdicts.ps_extra_data(sweep, 1.2)
+    assert m.holds and m.ours.startswith("bytes per step, 2 sweep point(s): resnet50 (N = 2), ps_sync: PS link 206.0-206.0 MB")
+    low = sweep.copy()
+    low.loc[(low["method"] == "ps_sync") & (low["model"] == "tiny"), "measured_sent_mb_per_step"] = 26.0
+    low.loc[(low["method"] == "ps_sync") & (low["model"] == "tiny"), "measured_received_mb_per_step"] = 20.0
+    low = verdicts.ps_extra_data(low, 1.2)
+    assert low.holds is False and low.ours.endswith("least ratio 1.04 (tiny, ps_sync, 1gbit)")
+    assert verdicts.ps_extra_data(pd.DataFrame(), 1.2).gate.category is V.Category.NOT_MEASURED
+    assert verdicts.ps_extra_data(sweep[sweep["method"] == "ring"], 1.2).gate.category is V.Category.NOT_MEASURED

@@ -15,12 +15,15 @@ import pandas as pd
 from repro.core import claims, paper
 from repro.core import verdicts as V
 from repro.experiments.distributed import arithmetic, modelbasis
+from repro.experiments.distributed.models import PAPER_SIZE
 from repro.experiments.distributed.common import (
     FINDINGS,
     HOROVOD_NOT_INSTALLED,
     MODEL_FINDINGS,
     NAME,
+    NOT_IN_TABLE1,
     PAPER,
+    PS_BYTES,
     TABLE1,
 )
 
@@ -215,26 +218,56 @@ def fault_tolerance(faults: pd.DataFrame | None) -> Measured:
         "non-zero, so the surviving MWMS worker is never observed; the paper gives no experiment"))
 
 
-def table1_row(model: str, row: dict) -> Measured:
+def table1_row(model: str, row: dict | None) -> Measured:
     """Parameters and GFLOPs of our Keras model against the paper's Table 1 (counted: exact, one build;
     basis ``equations``: the architecture's arithmetic, so agreement is *consistent*, not reproduced).
-    GFLOPs are 2 x the multiply-accumulates of conv and dense layers, the convention under which VGG16's
-    printed 30.9 agrees; a row that disagrees says so."""
-    if math.isnan(row["ours_params_m"]):
-        return Measured(NO, gate=V.not_measured("model not audited in this profile"))
+    Parameters are Keras' ``count_params`` (batch norm's moving statistics included); GFLOPs are 2 x the
+    multiply-accumulates of conv and dense layers, the convention under which VGG16's printed 30.9 agrees.
+    A row that disagrees says which of the two is off, against which printed figure. ``row`` None: the
+    run's audit table has no row for the model."""
+    if row is None or math.isnan(row["ours_params_m"]):
+        return Measured(NO, gate=V.not_measured(f"{model} not audited in this run; audit_models lists the models audited"))
     ours = f"{row['ours_params_m']:.1f} M params, {row['ours_gflops']:.1f} GFLOPs"
-    if model == "inception_v3":
-        return Measured(ours, gate=V.not_comparable("InceptionV3 stands in for InceptionV4"), basis="equations", runs=0)
     ref = TABLE1[model]
     rp = row["ours_params_m"] / paper.value(PAPER, f"params_m_{ref}")
     rg = row["ours_gflops"] / paper.value(PAPER, f"gflops_{ref}")
     note = f"ours/paper: parameters {rp:.3f}, GFLOPs {rg:.3f}"
     lo, hi = claims.load(NAME)[f"table1_{ref}"].band
+    if not lo <= rp <= hi:  # the parameters disagree: say what was counted
+        note += (f"; Table 1 {ref} parameters ({paper.value(PAPER, f'params_m_{ref}'):g} M) against "
+                 f"{row['ours_params_m']:.1f} M counted by Keras for {model} at {PAPER_SIZE[model]} px "
+                 f"(batch-norm moving statistics included)")
     if not lo <= rg <= hi:  # the GFLOPs disagree: say under which convention
         note += (f"; Table 1 {ref} GFLOPs ({paper.value(PAPER, f'gflops_{ref}'):g}) under the convention that "
                  f"gives VGG16's {paper.value(PAPER, 'gflops_vgg16'):g} (2 x multiply-accumulates) is "
                  f"{row['ours_gflops']:.1f}")
     return Measured(ours, value=max((rp, rg), key=lambda x: abs(x - 1)), basis="equations", runs=0, note=note)
+
+
+def ps_extra_data(bandwidth: pd.DataFrame | None, min_ratio: float) -> Measured:
+    """The paper's reason for PS's low efficiency, every process sending its data to the PS, read as: per step
+    the PS's link carries more bytes than a ring all-reduce worker's link, at least ``min_ratio`` times (the
+    bandwidth sweep's byte counters in the timed window; the busier direction of each link). Compared at
+    every (bandwidth, model, workers) point where the sweep ran the ring and a PS method."""
+    if bandwidth is None or bandwidth.empty:
+        return Measured(NO, gate=V.not_measured("no bandwidth sweep in this profile"))
+    b = bandwidth.assign(mb=bandwidth[["measured_sent_mb_per_step", "measured_received_mb_per_step"]].max(axis=1))
+    keys = ["bandwidth", "model", "workers"]
+    ring = b[b["method"] == "ring"][keys + ["mb"]]
+    both = b[b["method"].isin(["ps_sync", "ps_async"])].merge(ring, on=keys, suffixes=("", "_ring"))
+    if both.empty:
+        return Measured(NO, gate=V.not_measured("the sweep ran no ring and PS method at the same point"))
+    both = both.assign(ratio=both["mb"] / both["mb_ring"])
+    parts = [f"{model} (N = {n}), {method}: PS link {g['mb'].min():.1f}-{g['mb'].max():.1f} MB vs ring worker "
+             f"{g['mb_ring'].min():.1f}-{g['mb_ring'].max():.1f} MB"
+             for (model, n, method), g in both.groupby(["model", "workers", "method"])]
+    low = both.loc[both["ratio"].idxmin()]
+    ours = (f"bytes per step, {len(both)} sweep point(s): " + "; ".join(parts)
+            + f"; least ratio {low['ratio']:.2f} ({low['model']}, {low['method']}, {low['bandwidth']})")
+    ok = bool(both["ratio"].min() >= min_ratio)
+    return Measured(ours, holds=ok, runs=1, evidence="distributed-bandwidth",
+                    note=f"every PS link at least {min_ratio:g} x the ring worker's" if ok
+                    else f"a PS link below {min_ratio:g} x the ring worker's")
 
 
 EMULATED_FINDINGS = (async_vs_sync, ring_vs_ps, horovod, ring_scaling, vgg_worst, ps_efficiency)
@@ -370,7 +403,8 @@ def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict
     out["fault_tolerance"] = fault_tolerance(tables.get("faults"))
     audit = tables["table1"].set_index("model")
     for model, ref in TABLE1.items():
-        out[f"table1_{ref}"] = table1_row(model, audit.loc[model].to_dict())
+        out[f"table1_{ref}"] = table1_row(model, audit.loc[model].to_dict() if model in audit.index else None)
+    out[PS_BYTES] = ps_extra_data(tables.get("bandwidth"), claims.load(NAME)[PS_BYTES].threshold("min_ratio"))
     out.update(model_findings(tables, p))
     return out
 
@@ -381,12 +415,13 @@ def _with_ids(led: pd.DataFrame) -> pd.DataFrame:
 
 def findings_table(led: pd.DataFrame) -> pd.DataFrame:
     """The findings of digest §2: the ledger's rows for them, with the claim id as ``finding``."""
-    rows = _with_ids(led).set_index("id").loc[list(FINDINGS) + list(MODEL_FINDINGS)].rename_axis("finding").reset_index()
+    rows = _with_ids(led).set_index("id").loc[list(FINDINGS) + [PS_BYTES] + list(MODEL_FINDINGS)].rename_axis("finding").reset_index()
     return rows[["finding", "claim", "paper_value", "ours", "verdict", "evidence", "basis", "runs"]]
 
 
 def table1_verdicts(audit: pd.DataFrame, led: pd.DataFrame) -> pd.Series:
     """Table 1's verdict column: the ledger's verdict of each paper model, a note for the others."""
     verdict = _with_ids(led).set_index("id")["verdict"]
-    return pd.Series([verdict[f"table1_{TABLE1[m]}"] if m in TABLE1 else "not comparable (not in the paper's Table 1)"
+    return pd.Series([verdict[f"table1_{TABLE1[m]}"] if m in TABLE1 else
+                      str(V.not_comparable(NOT_IN_TABLE1.get(m, "not in the paper's Table 1")))
                       for m in audit["model"]], index=audit.index)
