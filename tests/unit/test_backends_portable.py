@@ -79,6 +79,6 @@ def test_the_memory_gate_names_the_backend_the_children_ran():
                            "rss_over_weights": [150.0]})
     jax_run = verdicts.memory_over_weights({"memory": memory, "runs": pd.DataFrame({"backend": ["jax"]})},
                                            {"repetitions": 1})
-    assert "includes JAX itself" in jax_run.gate
+    assert "includes JAX itself" in jax_run.gate.detail
     old_run = verdicts.memory_over_weights({"memory": memory, "runs": pd.DataFrame({"cores": [1]})}, {"repetitions": 1})
-    assert "includes TensorFlow itself" in old_run.gate  # runs made before the backend column: TensorFlow
+    assert "includes TensorFlow itself" in old_run.gate.detail  # runs made before the backend column: TensorFlow
