@@ -73,12 +73,14 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
     assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md
 
 
-def test_ledgers_older_than_the_basis_column_are_shown_as_not_recorded(tmp_path):
+def test_a_ledger_without_the_basis_columns_is_refused_in_one_line_naming_the_file(tmp_path):
     pd.DataFrame([{"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": "reproduced",
                    "evidence": "t"}]).to_csv(tmp_path / "ledger.csv", index=False)
-    df = ledger.collect({"x": (tmp_path, "notebooks/x")})
-    assert df.loc[0, "basis"] == ledger.UNRECORDED and df.loc[0, "runs"] == "–"
-    assert "| not recorded | 1 | 1 |" in ledger.markdown(df)
+    with pytest.raises(ValueError) as err:
+        ledger.collect({"x": (tmp_path, "notebooks/x")})
+    msg = str(err.value)
+    assert "\n" not in msg and str(tmp_path / "ledger.csv") in msg and "repro rejudge" in msg
+    assert all(col in msg for col in ("category", "basis", "runs", "tolerance"))
 
 
 def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch):
@@ -89,11 +91,10 @@ def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch
     monkeypatch.setattr(book, "toc_experiments", lambda: list(fake.values()))
     for name in ("exp_a", "exp_b"):
         for _ in range(2):
-            run = results.Run(name, "cpu", {}, run_dir=results.create_run_dir(name, "cpu", res))
+            run = results.Run(name, "cpu", {}, root=res)
             (run.dir / "notebook.ipynb").write_text("{}")
             run.write_csv("table", pd.DataFrame({"x": [1]}))
-            run.finish()
-            newest = results.finalize_run_dir(run.dir)
+            newest = run.finish()
     copied = book.publish("cpu", results_dir=res)
     assert len(copied) == 2
     for name in ("exp_a", "exp_b"):

@@ -9,7 +9,7 @@ from repro.core import claims, harness, params
 from repro.core import verdicts as V
 
 
-class Counting:
+class Counting(harness.Experiment):
     """A stand-in experiment named like mnist_cnn (its claims.yaml) that counts its trainings."""
 
     name = "mnist_cnn"
@@ -30,18 +30,21 @@ class Counting:
         acc = float(result.tables["history"]["test_accuracy"].iloc[-1])
         return {"accuracy_12ep": claims.Measured(f"{acc:.2%}", value=acc, gate=V.not_comparable("a test"))}
 
+    def verdict_views(self, result, measured, ledger):
+        return harness.Output({})
+
 
 def test_a_finished_run_is_read_back_not_trained_again(results_root):
     exp = Counting()
     first = harness.run(exp, "smoke")
-    again = harness.run(exp, "smoke", run_dir=first.run_dir)
+    again = harness.entry(exp)("smoke", run_dir=first.run_dir)  # what the notebook does under repro run
     assert exp.trained == 1  # rendering the notebook of a stored run never retrains
     assert again.summary == first.summary and list(again["ledger"]["verdict"]) == list(first["ledger"]["verdict"])
     assert again.provenance["experiment"] == "mnist_cnn"
     other = Counting()
     other.name = "optimizers"
     with pytest.raises(params.ParameterError, match="holds a mnist_cnn run, not optimizers"):
-        harness.run(other, "smoke", run_dir=first.run_dir)
+        harness.load(other, first.run_dir)
 
 
 def test_left_out_chapters_leave_the_table_of_contents(tmp_path):

@@ -84,11 +84,3 @@ def test_failed_runs_are_kept_but_never_read(results_root):
     failed = results.mark_failed(path)
     assert failed.name.startswith(".failed-") and failed.is_dir()
     assert results.finished_runs("mnist_cnn", "smoke") == []
-
-
-def test_runner_managed_run_is_not_finalised_by_the_notebook(results_root):
-    path = results.create_run_dir("mnist_cnn", "smoke")
-    run = Run("mnist_cnn", "smoke", {}, run_dir=path)
-    assert run.finish() == path and path.name.startswith(".incomplete-")
-    final = results.finalize_run_dir(path)
-    assert results.latest_run("mnist_cnn", "smoke") == final

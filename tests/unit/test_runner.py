@@ -1,50 +1,103 @@
-"""papermill runner: failures are one line, leave no finished run, keep the notebook."""
+"""`repro run` = measure, then render: the harness runs in the command's own process, the notebook only
+loads and shows the finished run; a run that fails or is interrupted is marked failed, never read."""
 
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
-
+import pandas as pd
 import pytest
 
-from repro.core import runner
-
-# ------------------------------------------------------------------ interrupting a run
-
-
-def _fake_kernel(ignore_sigint: bool):
-    """A child in its own session whose command line names ipykernel, as jupyter_client starts kernels."""
-    # explicit either way: a test run started in the background by a shell inherits SIGINT ignored
-    code = ("import signal, time\n"
-            + f"signal.signal(signal.SIGINT, signal.{'SIG_IGN' if ignore_sigint else 'SIG_DFL'})\n"
-            + "time.sleep(120)\n")
-    return subprocess.Popen([sys.executable, "-c", code, "ipykernel_launcher"], start_new_session=True,
-                            stderr=subprocess.DEVNULL)
+from repro.core import harness, params, results, runner
+from repro.core import verdicts as V
+from repro.core.claims import Measured
 
 
-@pytest.mark.parametrize("ignore_sigint", [False, True])
-def test_sigint_to_this_process_alone_stops_the_kernel_and_raises(ignore_sigint):
-    """A SIGINT sent to the runner's process only (kill -INT PID) interrupts the kernel's group; a kernel
-    that ignores it is terminated after the grace time; either way KeyboardInterrupt, nothing left."""
-    kernel = _fake_kernel(ignore_sigint)
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in `repro` (pytest may differ)
-    t0 = time.monotonic()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            runner.interruptible(kernel.wait, grace=1.0)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    elapsed = time.monotonic() - t0
-    assert kernel.wait(timeout=1) == (-signal.SIGTERM if ignore_sigint else -signal.SIGINT)
-    assert elapsed < (4.0 if ignore_sigint else 2.5)
+class Toy:
+    """A stand-in experiment named like mnist_cnn (its claims.yaml)."""
+
+    name = "mnist_cnn"
+
+    def __init__(self, fail: BaseException | None = None):
+        self.fail, self.measured = fail, 0
+
+    def prepare(self, p):
+        return None
+
+    def measure(self, run, p, inputs):
+        self.measured += 1
+        if self.fail is not None:
+            raise self.fail
+        return harness.Output({"history": pd.DataFrame({"epoch": [1], "test_accuracy": [0.9]})}, {})
+
+    def judge(self, result):
+        return {"accuracy_12ep": Measured("90%", value=0.9, gate=V.not_comparable("a toy"))}
+
+    def verdict_views(self, result, measured, ledger):
+        return harness.Output({})
 
 
-def test_interruptible_passes_results_and_errors_through():
-    assert runner.interruptible(lambda: 42) == 42
-    with pytest.raises(ValueError, match="boom"):
-        runner.interruptible(lambda: (_ for _ in ()).throw(ValueError("boom")))
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_a_run_that_raises_is_marked_failed_and_never_read(results_root, error):
+    with pytest.raises(type(error)):
+        harness.run(Toy(fail=error), "smoke")
+    base = results_root / "smoke" / "mnist_cnn"
+    assert [p.name.startswith(results.FAILED) for p in base.iterdir()] == [True]
+    assert results.finished_runs("mnist_cnn", "smoke") == []
 
 
+def test_the_notebook_entry_measures_without_a_run_dir_and_loads_with_one(results_root):
+    toy = Toy()
+    run = harness.entry(toy)
+    first = run("smoke")  # Run All on a Jupyter server, or papermill -p profile smoke
+    assert toy.measured == 1 and harness.finished(first.run_dir)
+    again = run("smoke", run_dir=first.run_dir)  # repro run / repro render: load and show
+    assert toy.measured == 1 and again.run_dir == first.run_dir
+    with pytest.raises(params.ParameterError, match="not a finished run"):
+        run("smoke", run_dir=results_root / "nowhere")
+
+
+def test_repro_run_measures_here_then_renders_the_finished_run(results_root, monkeypatch):
+    toy, rendered = Toy(), []
+
+    def fake_papermill(run_dir, log_output):
+        # the notebook is executed only after the run is finished and renamed into place
+        rendered.append((run_dir, harness.finished(run_dir), toy.measured))
+
+    monkeypatch.setattr(harness, "experiment", lambda name: toy)
+    monkeypatch.setattr(runner, "_papermill", fake_papermill)
+    run_dir = runner.execute("mnist_cnn", "smoke", log_output=False)
+    assert rendered == [(run_dir, True, 1)] and not run_dir.name.startswith(results.INCOMPLETE)
+
+
+def test_render_refuses_a_run_that_is_not_complete(results_root):
+    path = results.create_run_dir("mnist_cnn", "smoke")
+    with pytest.raises(runner.RunFailed, match="not a complete run"):
+        runner.render(path)
+
+
+def test_discovery_checks_the_interface_and_the_folder_name(monkeypatch):
+    import sys
+    import types
+
+    class Unnamed(Toy, harness.Experiment):
+        name = "optimizers"
+
+    class Incomplete(harness.Experiment):  # no verdict_views: cannot even be instantiated
+        name = "mnist_cnn"
+
+        def prepare(self, p):
+            return None
+
+    with pytest.raises(TypeError, match="verdict_views"):
+        Incomplete()
+    fake = types.ModuleType("fake_experiment")
+    monkeypatch.setitem(sys.modules, "fake_experiment", fake)
+    monkeypatch.setattr(params, "spec", lambda name: types.SimpleNamespace(module="fake_experiment"))
+    fake.EXPERIMENT = Toy()  # the right members, but not declared an Experiment
+    with pytest.raises(harness.ExperimentError, match=r"^experiment 'mnist_cnn': fake_experiment.EXPERIMENT must be"):
+        harness.experiment("mnist_cnn")
+    fake.EXPERIMENT = Unnamed()
+    with pytest.raises(harness.ExperimentError, match="EXPERIMENT.name is 'optimizers', not its folder's name"):
+        harness.experiment("mnist_cnn")
+
+
+def test_every_experiment_folder_passes_discovery():
+    for name in params.experiments():
+        assert harness.experiment(name).name == name

@@ -48,7 +48,7 @@ from repro.core import claims, harness
 NAME = "toy"
 
 
-class Toy:
+class Toy(harness.Experiment):
     name = NAME
 
     def prepare(self, p):
@@ -64,7 +64,7 @@ class Toy:
         mean = float(flips["heads"].mean())
         return {"fair": claims.Measured(f"{mean:.3f}", value=mean, runs=len(flips))}
 
-    def verdict_views(self, result, measured, ledger):  # optional: the chapter's tables that show verdicts
+    def verdict_views(self, result, measured, ledger):  # the chapter's tables that show verdicts
         return harness.Output({"verdicts": ledger[["claim", "verdict"]]}, {"reproduced": int(
             ledger["verdict"].str.startswith("reproduced").sum())})
 

@@ -19,11 +19,12 @@ the verdict views with it, so a chapter never shows a verdict its ledger no long
 
 from __future__ import annotations
 
+import abc
 import importlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -59,30 +60,37 @@ class Output:
     summary: dict = field(default_factory=dict)
 
 
-@runtime_checkable
-class Experiment(Protocol):
-    """What the harness needs of an experiment."""
+class ExperimentError(_params.ParameterError):
+    """An experiment folder whose ``EXPERIMENT`` does not fit the interface (one line)."""
+
+
+class Experiment(abc.ABC):
+    """What the harness needs of an experiment: subclass it in ``experiments/<name>/experiment.py`` and
+    set ``EXPERIMENT`` to an instance; :func:`experiment` checks both when it finds the folder."""
 
     name: str  # the folder's name
 
+    @abc.abstractmethod
     def prepare(self, params: dict) -> Any:
         """Load and check the inputs (datasets, price tables); raise before any run directory exists."""
 
+    @abc.abstractmethod
     def measure(self, run: Run, params: dict, inputs: Any) -> Output:
         """Do the work; record datasets and devices with ``run.add_dataset`` / ``run.note``."""
 
+    @abc.abstractmethod
     def judge(self, result: Result) -> dict[str, _claims.Measured]:
         """One measurement per claim id of ``claims.yaml``, computed only from ``result``."""
 
-    # optional: ``verdict_views(result, measured, ledger) -> Output``, the tables (and summary keys)
-    # that show verdicts; written after the ledger, and again by :func:`rejudge` (see :func:`_views`)
+    @abc.abstractmethod
+    def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
+        """The chapter's tables (and summary keys) that show verdicts, derived from the ledger: written
+        after it, and again by :func:`rejudge` (``Output({})`` where the chapter shows the ledger only)."""
 
 
 def _views(exp: Experiment, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
-    """The experiment's tables (and summary keys) derived from its verdicts; none where it has no
-    ``verdict_views``."""
-    views = getattr(exp, "verdict_views", None)
-    return views(result, measured, ledger) if views is not None else Output({})
+    """The experiment's tables (and summary keys) derived from its verdicts."""
+    return exp.verdict_views(result, measured, ledger)
 
 
 def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[dict, str]:
@@ -98,20 +106,23 @@ def finished(run_dir) -> bool:
     return path is not None and path.is_file() and results.read_provenance(path.parent).get("status") == "complete"
 
 
-def run(exp: Experiment, profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
-    """Run ``exp`` end to end (see the module docstring); returns its :class:`Result`.
-
-    A ``run_dir`` that already holds a complete run of ``exp`` is read back instead (``repro render``:
-    a notebook rendered from a run made elsewhere, e.g. on a GPU machine without Jupyter)."""
-    if finished(run_dir):
-        result = load_result(results.from_project(run_dir))
-        if result.provenance["experiment"] != exp.name:
-            raise _params.ParameterError(f"run_dir {run_dir} holds a {result.provenance['experiment']} run, "
-                                         f"not {exp.name}")
-        return result
+def run(exp: Experiment, profile: str | None = None, overrides: dict | None = None,
+        root: Path | None = None) -> Result:
+    """Run ``exp`` end to end in this process (module docstring) into a new run directory under
+    ``root`` (``results/`` by default); returns its :class:`Result`. A run that raises (Ctrl-C included)
+    leaves its directory marked failed, never half-finished."""
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
-    run_ = Run(exp.name, profile, p, run_dir)
+    run_ = Run(exp.name, profile, p, root)
+    try:
+        return _measure_and_judge(exp, run_, p, inputs)
+    except BaseException:
+        if run_.dir.name.startswith(results.INCOMPLETE):
+            results.mark_failed(run_.dir)
+        raise
+
+
+def _measure_and_judge(exp: Experiment, run_: Run, p: dict, inputs: Any) -> Result:
     out = exp.measure(run_, p, inputs)
     for name, df in out.tables.items():
         run_.write_csv(name, df)
@@ -132,19 +143,45 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     return result
 
 
+def load(exp: Experiment, run_dir) -> Result:
+    """A finished run of ``exp`` read back (its notebook rendered from it: ``repro run``'s second half,
+    ``repro render``); one line if ``run_dir`` is not a finished run of ``exp``."""
+    if not finished(run_dir):
+        raise _params.ParameterError(f"run_dir {run_dir}: not a finished run (no provenance.json with status "
+                                     "complete); leave run_dir empty to measure")
+    result = load_result(results.from_project(run_dir))
+    if result.provenance["experiment"] != exp.name:
+        raise _params.ParameterError(f"run_dir {run_dir} holds a {result.provenance['experiment']} run, "
+                                     f"not {exp.name}")
+    return result
+
+
 def entry(exp: Experiment) -> Callable[..., Result]:
-    """The ``run(profile=None, overrides=None, run_dir=None)`` an experiment module offers its notebook."""
+    """The ``run(profile=None, overrides=None, run_dir=None)`` an experiment module offers its notebook:
+    with a ``run_dir`` (``repro run`` and ``repro render`` pass the finished run) it loads and shows it;
+    without one (Run All on a Jupyter server, ``papermill … -p profile cpu``) it measures."""
 
     def run_experiment(profile: str | None = None, overrides: dict | None = None, run_dir=None) -> Result:
-        return run(exp, profile, overrides, run_dir)
+        if run_dir:
+            return load(exp, run_dir)
+        return run(exp, profile, overrides)
 
-    run_experiment.__doc__ = f"Run the {exp.name} experiment (see repro.core.harness.run)."
+    run_experiment.__doc__ = f"Run the {exp.name} experiment, or load a finished run (see repro.core.harness.entry)."
     return run_experiment
 
 
 def experiment(name: str) -> Experiment:
-    """The ``EXPERIMENT`` of folder ``name`` (found from its ``profile.yaml``)."""
-    return importlib.import_module(_params.spec(name).module).EXPERIMENT
+    """The ``EXPERIMENT`` of folder ``name`` (found from its ``profile.yaml``), checked: an instance of
+    :class:`Experiment` (every member defined) whose ``name`` is the folder's."""
+    module = importlib.import_module(_params.spec(name).module)
+    exp = getattr(module, "EXPERIMENT", None)
+    if not isinstance(exp, Experiment):
+        raise ExperimentError(f"experiment {name!r}: {module.__name__}.EXPERIMENT must be an instance of "
+                              f"repro.core.harness.Experiment, got {type(exp).__name__}")
+    if getattr(exp, "name", None) != name:
+        raise ExperimentError(f"experiment {name!r}: EXPERIMENT.name is {getattr(exp, 'name', None)!r}, "
+                              f"not its folder's name {name!r}")
+    return exp
 
 
 def load_result(run_dir: Path) -> Result:

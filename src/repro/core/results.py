@@ -39,7 +39,6 @@ CSV_ATTR = "repro_csv"  # DataFrame.attrs key: the run's CSV file behind a table
 FAILED = ".failed-"
 
 
-atomic_write_bytes = atomic.write_bytes
 atomic_write_text = atomic.write_text
 
 
@@ -131,18 +130,15 @@ def latest_run(experiment: str, profile: str, root: Path | None = None, need: st
 class Run:
     """One run of one experiment: where its results and provenance go.
 
-    ``run_dir=None`` (a notebook opened by hand and Run All) makes a new incomplete
-    directory and :meth:`finish` renames it into place. A ``run_dir`` given by the
-    papermill runner is left for the runner to finalise, after it has saved the
-    executed notebook there.
+    It makes a new incomplete directory under ``root`` (``results/`` by default) and :meth:`finish`
+    renames it into place (atomic: a reader never sees a half-written run).
     """
 
-    def __init__(self, experiment: str, profile: str, params: dict, run_dir: str | Path | None = None):
+    def __init__(self, experiment: str, profile: str, params: dict, root: str | Path | None = None):
         self.experiment = experiment
         self.profile = profile
         self.params = dict(params)
-        self.managed = run_dir is not None
-        self.dir = from_project(run_dir) if run_dir is not None else create_run_dir(experiment, profile)
+        self.dir = create_run_dir(experiment, profile, Path(root) if root is not None else None)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.record: dict[str, Any] = provenance.collect(experiment, profile, self.params)
         self.record["status"] = "running"
@@ -177,7 +173,7 @@ class Run:
         return self.dir / name
 
     def finish(self) -> Path:
-        """Record the end time; rename the directory into place unless the runner owns it."""
+        """Record the end time; rename the directory into place."""
         end = datetime.now(timezone.utc)
         self.record["finished_at"] = end.isoformat()
         if not self.record["hardware"].get("gpus"):  # TensorFlow is loaded by now: ask it which GPUs it saw
@@ -186,7 +182,7 @@ class Run:
         self.record["duration_s"] = round((end - start).total_seconds(), 3)
         self.record["status"] = "complete"
         self._save_record()
-        if not self.managed and self.dir.name.startswith(INCOMPLETE):
+        if self.dir.name.startswith(INCOMPLETE):
             self.dir = finalize_run_dir(self.dir)
         return self.dir
 

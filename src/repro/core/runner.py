@@ -1,27 +1,22 @@
-"""Execute an experiment's notebook with papermill into its own run directory."""
+"""``repro run``: the harness in this process, then the notebook rendered with papermill against the finished run."""
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
-import threading
-import time
 from pathlib import Path
 
 from repro.core import params as _params
 from repro.core import results
+from repro.core.errors import ReproError
 
 KERNEL = "repro"
 # TensorFlow's start-up lines that no environment variable silences; kept out of the console log
 _NOISE = ("oneDNN custom operations are on", "absl::InitializeLog()", "rebuild TensorFlow with the appropriate")  # the named kernel environment.yml / `make env` register
 
 
-INTERRUPT_GRACE_S = 20.0  # after Ctrl-C, time for the cell's own teardown before the kernel is terminated
-
-
-class RunFailed(RuntimeError):
+class RunFailed(ReproError, RuntimeError):
     """The notebook raised; the message names the error and where the executed notebook is."""
 
 
@@ -54,97 +49,6 @@ def _stream_papermill_log() -> None:
         logger.propagate = False
 
 
-def _kernels() -> list:
-    """This process's kernels: children started by jupyter_client, each leading its own session."""
-    import psutil
-
-    return [c for c in psutil.Process().children() if "ipykernel" in " ".join(_cmdline(c))]
-
-
-def _cmdline(proc) -> list[str]:
-    try:
-        return proc.cmdline()
-    except Exception:  # noqa: BLE001 - gone already
-        return []
-
-
-def _alive(proc) -> bool:
-    try:
-        return proc.is_running() and proc.status() != "zombie"
-    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess: gone
-        return False
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(os.getpgid(pid), sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _stop_kernels(worker: threading.Thread, kernels: list, grace: float) -> None:
-    """Interrupt the kernels' process groups (the cell's own teardown runs), then terminate, then kill.
-
-    A second Ctrl-C while waiting skips to the kill."""
-    steps = ((signal.SIGINT, grace), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))
-    for sig, wait in steps:
-        alive = [k for k in kernels if _alive(k)]
-        if not alive and not worker.is_alive():
-            return
-        for k in alive:
-            _signal_group(k.pid, sig)
-        deadline = time.monotonic() + wait
-        try:
-            while (worker.is_alive() or any(map(_alive, alive))) and time.monotonic() < deadline:
-                worker.join(0.1)
-        except KeyboardInterrupt:
-            for k in kernels:
-                _signal_group(k.pid, signal.SIGKILL)
-            return
-
-
-def interruptible(call, grace: float = INTERRUPT_GRACE_S):
-    """Run ``call`` (a papermill execution) in a thread, so that SIGINT/SIGTERM reach this process.
-
-    nbclient, run in the main thread, takes SIGINT and SIGTERM for itself and only asks the kernel
-    to shut down politely while the cell keeps running (a ``kill -INT`` was ignored for over 35 s
-    while the cell started clusters) and closes sockets under a poller (zmq tracebacks). In a thread
-    it cannot install those handlers; here a signal interrupts the kernel's whole process group (the
-    cell's own teardown stops its clusters), then terminates and kills what is left, and raises
-    :class:`KeyboardInterrupt`.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return call()  # signals reach only the main thread: nothing to take over
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name="papermill", daemon=True)
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.2)
-    except KeyboardInterrupt:
-        log = logging.getLogger("papermill")
-        log.disabled = True  # the dying kernel's messages are not the user's news
-        try:
-            _stop_kernels(worker, _kernels(), grace)
-            worker.join(5.0)
-        finally:
-            log.disabled = False
-        raise KeyboardInterrupt from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
 def relative_paths(notebook: Path) -> None:
     """Paths of this checkout in an executed notebook's papermill record, made relative to it.
 
@@ -173,67 +77,62 @@ def relative_paths(notebook: Path) -> None:
     results.atomic_write_text(notebook, nbformat.writes(nb) + "\n")
 
 
-def _papermill(experiment: str, profile: str, overrides: dict, run_dir: Path, log_output: bool) -> None:
-    """Execute the experiment's notebook into ``run_dir/notebook.ipynb`` (papermill, interruptible)."""
+def _papermill(run_dir: Path, log_output: bool) -> None:
+    """Execute the run's experiment notebook into ``run_dir/notebook.ipynb`` against the finished run:
+    the notebook loads the stored results and shows them (nothing is measured in the kernel)."""
     import papermill as pm
 
+    record = results.read_provenance(run_dir)
+    experiment, profile = record["experiment"], record["profile"]
     notebook = notebooks_dir() / _params.spec(experiment).notebook
-    os.environ["REPRO_COMMAND"] = " ".join(sys.argv)  # provenance: what started the run, not the kernel
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the kernel inherits it: no C++ info lines in the book
     if log_output:
         _stream_papermill_log()
-        print(f"[repro] {experiment} ({profile}) -> {run_dir}", flush=True)
     try:
-        interruptible(lambda: pm.execute_notebook(
+        pm.execute_notebook(
             str(notebook),
             str(run_dir / "notebook.ipynb"),
             # relative to the checkout: published notebooks must not show the path of the machine that ran them
-            parameters={"profile": profile, "overrides": overrides, "run_dir": results.relative_to_project(run_dir)},
+            parameters={"profile": profile, "overrides": {}, "run_dir": results.relative_to_project(run_dir)},
             kernel_name=kernel_name(),
             cwd=str(notebook.parent),
             log_output=log_output,
             progress_bar=False,
-        ))
+        )
     except pm.PapermillExecutionError as exc:
         raise RunFailed(
-            f"{experiment} ({profile}) failed: {exc.ename}: {exc.evalue.splitlines()[0] if exc.evalue else ''} "
-            f"(executed notebook: {run_dir / 'notebook.ipynb'})"
+            f"{experiment} ({profile}): rendering the notebook failed: {exc.ename}: "
+            f"{exc.evalue.splitlines()[0] if exc.evalue else ''} (the results are complete in {run_dir}; "
+            f"executed notebook: {run_dir / 'notebook.ipynb'}; `repro render --force` renders it again)"
         ) from None
     relative_paths(run_dir / "notebook.ipynb")
 
 
 def execute(experiment: str, profile: str | None = None, overrides: dict | None = None,
             root: Path | None = None, log_output: bool = True) -> Path:
-    """Run one experiment's notebook; returns the finished run directory.
+    """``repro run``: measure in this process (:func:`repro.core.harness.run`: parameters validated
+    first, then prepare, measure, judge, atomic rename), then render the notebook against the finished
+    run directory. Clusters and child processes start here, never in a Jupyter kernel, so Ctrl-C,
+    SIGTERM and timeouts are handled in one process. Returns the run directory."""
+    from repro.core import harness
 
-    Parameters are validated here first, so a bad value fails in one line before a
-    kernel starts. The notebook receives ``profile``, ``overrides`` and ``run_dir``.
-    """
-    spec = _params.spec(experiment)
-    profile = profile or spec.default_profile
-    overrides = dict(overrides or {})
-    spec.resolve(profile, overrides)
-    run_dir = results.create_run_dir(experiment, profile, root)
-    try:
-        _papermill(experiment, profile, overrides, run_dir, log_output)
-    except BaseException as exc:
-        failed = results.mark_failed(run_dir)
-        if isinstance(exc, RunFailed):
-            raise RunFailed(str(exc).replace(str(run_dir), str(failed))) from None
-        raise
-    record = results.read_provenance(run_dir) if (run_dir / "provenance.json").exists() else {}
-    if record.get("status") != "complete":
-        results.mark_failed(run_dir)
-        raise RunFailed(f"{experiment} ({profile}): the notebook finished but did not complete its run record")
-    return results.finalize_run_dir(run_dir)
+    exp = harness.experiment(experiment)
+    if log_output:
+        print(f"[repro] {experiment} ({profile or _params.spec(experiment).default_profile}): measuring", flush=True)
+    result = harness.run(exp, profile, overrides, root=root)
+    if log_output:
+        print(f"[repro] {experiment}: rendering {result.run_dir / 'notebook.ipynb'}", flush=True)
+    _papermill(result.run_dir, log_output)
+    return result.run_dir
 
 
 def render(run_dir: Path, log_output: bool = True) -> Path:
-    """Execute a finished run's notebook against its stored results (nothing is trained): for runs
-    made without Jupyter (``repro measure``, e.g. on a GPU machine); writes ``run_dir/notebook.ipynb``."""
+    """Execute a finished run's notebook against its stored results (nothing is trained):
+    ``repro run``'s second half, and ``repro render`` for runs made with ``repro measure``
+    (e.g. on a GPU machine without Jupyter); writes ``run_dir/notebook.ipynb``."""
     run_dir = Path(run_dir).resolve()
     record = results.read_provenance(run_dir) if (run_dir / "provenance.json").is_file() else {}
     if record.get("status") != "complete":
         raise RunFailed(f"{run_dir} is not a complete run (provenance.json status)")
-    _papermill(record["experiment"], record["profile"], {}, run_dir, log_output)
+    _papermill(run_dir, log_output)
     return run_dir

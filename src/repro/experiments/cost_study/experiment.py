@@ -126,7 +126,7 @@ def device_record(cores: list[int], gpu: dict) -> dict:
                               "environment": {str(k): training.thread_env(k) for k in cores}}}
 
 
-class CostStudy:
+class CostStudy(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

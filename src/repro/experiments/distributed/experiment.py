@@ -97,7 +97,7 @@ def _grid(run, p: dict, horovod_missing: bool) -> tuple[pd.DataFrame, pd.DataFra
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 
-class Distributed:
+class Distributed(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -126,7 +126,7 @@ class Distributed:
         tables["bandwidth"] = runs.bandwidth_sweep(p, run.dir / "clusters", throughput)
         tables["faults"] = runs.fault_runs(p, run.dir / "clusters") if p["fault_tolerance"] \
             else pd.DataFrame(columns=FAULT_COLUMNS)
-        if p["emulate"] != "none":  # the paper's cluster replayed (repro.experiments.distributed.emulation)
+        if p["emulate"] is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
             tables.update(emulation.measure(run, p, tables["table1"]))
         summary = {"cores": cores, "max_workers": max(p["workers"]),
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}

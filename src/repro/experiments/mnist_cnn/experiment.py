@@ -77,7 +77,7 @@ def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: st
     ])
 
 
-class MnistCnn:
+class MnistCnn(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

@@ -67,7 +67,7 @@ def _device(p: dict) -> dict:
     return device
 
 
-class Optimizers:
+class Optimizers(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

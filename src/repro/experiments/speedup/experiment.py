@@ -113,7 +113,7 @@ def summarise(grid: pd.DataFrame, p: dict) -> dict:
     return out
 
 
-class Speedup:
+class Speedup(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -123,7 +123,7 @@ class Speedup:
         if p["measure"]:
             sm.check(p)
         emulation.check(p)
-        if p["measure"] or p["emulate"] != "none":
+        if p["measure"] or p["emulate"] is not None:
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
         return table_6_1(p["networks"])
 
@@ -138,13 +138,13 @@ class Speedup:
             tables.update(_measure(run, p))
         else:
             run.note("measurements", "not run (measure=false): the thesis' predictions only")
-        if p["emulate"] != "none":
+        if p["emulate"] is not None:
             sizes = dict(zip(tables["parameters"]["network"], 4 * tables["parameters"]["ours"]))
             tables.update(emulation.measure(run, p, sizes))
         summary = summarise(grid, p)
         if p["measure"]:
             summary["measured"] = _measured_summary(tables)
-        if p["emulate"] != "none":
+        if p["emulate"] is not None:
             summary["emulated"] = _emulated_summary(tables)
         return harness.Output(tables, summary)
 

@@ -77,7 +77,7 @@ from repro.ml import training
 NAME = "staleness"
 
 
-class Staleness:
+class Staleness(harness.Experiment):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
