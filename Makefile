@@ -1,19 +1,26 @@
 # Two entry points (see README.md):
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
-#   make test   create .venv if missing, run the whole test suite
+#   make test   create .venv if missing, run ruff and the whole test suite (every tier)
+#   make test-unit   the fast tier alone (tests/unit, under a minute)
 PYTHON ?= python3
 VENV   ?= .venv
 PROFILE ?= smoke
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env run benchmark clean
+.PHONY: book test test-unit lint env run benchmark clean
 book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -v --durations=25
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q --durations=15 tests/unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
 
 env: $(STAMP)
 

@@ -1,7 +1,9 @@
 """Shared fixtures and tiers.
 
-Tests live in tiers: ``unit/`` (seconds, no notebook), ``smoke/`` (every notebook on the ``smoke``
-profile through papermill, then invariants of what it wrote), ``functional/`` (cpu-profile numbers
+Tests live in tiers: ``unit/`` (under a minute in all, ``make test-unit``: no notebook, no cluster, no
+training, no dataset load), ``smoke/`` (what starts real processes or trains: local clusters, the
+training engines on small data, and every notebook on the ``smoke`` profile through papermill, then
+invariants of what it wrote), ``functional/`` (cpu-profile numbers
 against ``published/cpu``), ``book/`` (the built book, in a browser too); ``jax/`` holds cases that need
 Keras on JAX, run by smoke tests in a JAX-only child process (not collected here). Slow tests are marked
 ``slow`` or ``functional``; all run in CI. Tests marked ``gpu`` are skipped where no GPU is visible.

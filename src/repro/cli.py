@@ -10,18 +10,11 @@ import sys
 from pathlib import Path
 
 from repro.book import build as book
-from repro.book.build import BookError
-from repro.cluster.spec import ClusterError
 from repro.core import harness, provenance, results, runner
 from repro.core import ledger as _ledger
 from repro.core import params as _params
-from repro.core.runner import RunFailed
+from repro.core.errors import ReproError
 from repro.ml import data
-from repro.ml.data import DatasetUnavailable
-from repro.ml.training import DeadlineReached
-
-EXIT_USAGE = 2
-EXIT_DEADLINE = 3  # checkpointed training stopped at REPRO_DEADLINE; a rerun resumes
 
 
 def _cmd_list(args) -> int:
@@ -32,6 +25,8 @@ def _cmd_list(args) -> int:
         for prof in spec.profiles.values():
             default = " (default)" if prof.name == spec.default_profile else ""
             print(f"    --profile {prof.name:<{width}}{default:<10} {prof.cost}: {prof.description}")
+            changes = ", ".join(f"{k}={_params.format_value(v)}" for k, v in prof.changes.items())
+            print(f"        changes from the defaults: {changes or 'none (the defaults)'}")
         print()
     return 0
 
@@ -136,6 +131,10 @@ def _run_dirs(args) -> list[Path]:
         dirs += [r for n in _params.experiments() if (r := results.latest_run(n, args.published, root)) is not None]
     if not dirs:
         raise _params.ParameterError(f"{args.command}: name run directories or --published PROFILE")
+    for run_dir in dirs:
+        if not (run_dir / "provenance.json").is_file():
+            what = "does not exist" if not run_dir.exists() else "is not a finished run (no provenance.json)"
+            raise _params.ParameterError(f"{args.command}: run directory {run_dir} {what}")
     return dirs
 
 
@@ -277,12 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (_params.ParameterError, DatasetUnavailable, RunFailed, BookError, ClusterError) as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, (_params.ParameterError, ClusterError)) else 1
-    except DeadlineReached as exc:
-        print(f"repro: stopped at the deadline: {exc}", file=sys.stderr)
-        return EXIT_DEADLINE
+    except ReproError as exc:  # one line, no traceback; exit 2 (3: training stopped at its deadline)
+        print(f"repro: {exc.lead}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130

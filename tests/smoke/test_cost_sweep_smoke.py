@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pandas as pd
+import psutil
 import pytest
 
 from repro.core import claims, ledger
@@ -70,3 +72,26 @@ def test_smoke_notebook_results(smoke_runs):
     for table_id in ("cost-runs", "cost-timing", "cost-scaling", "cost-memory", "cost-phases", "cost-costs",
                      "cost-optimal", "cost-accuracy", "cost-paper-vs-ours"):
         assert f'id=\\"{table_id}\\"' in nb or f'id="{table_id}"' in nb, table_id
+
+
+def _gone(pid: int) -> bool:
+    """Not running: no such process, or a zombie waiting for an init that does not reap."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_hanging_child_and_its_children_are_killed(tmp_path):
+    pid_file = tmp_path / "pids"
+    t0 = time.monotonic()
+    with pytest.raises(sweep.ChildFailed, match="exceeded"):
+        sweep.run_child({"kind": "probe", "sleep_s": 120, "spawn_grandchild": True, "pid_file": str(pid_file),
+                         "label": "h"}, sweep.cores_for(1), timeout=3, sample_interval=0.2)
+    assert time.monotonic() - t0 < 30
+    pids = list(map(int, pid_file.read_text().split()))
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(p) for p in pids)

@@ -10,8 +10,9 @@ import pytest
 from repro import cluster
 from repro.cluster import perfmodel
 from repro.core import claims
+from repro.experiments.distributed import arithmetic, runs, verdicts
 from repro.experiments.distributed import experiment as distributed
-from repro.experiments.distributed import verdicts
+from repro.experiments.distributed import models as distributed_models
 from repro.experiments.distributed.common import FINDINGS, MODEL_FINDINGS
 from repro.experiments.distributed.programs import horovod_available
 
@@ -216,3 +217,38 @@ def _check_emulation(run_dir):
     # two workers: each waits the K80's t_grad, then all-reduces 100 MB at 25 Gb/s: at most 2 x 49 images/s
     two = tp.set_index("workers").loc[2, "total_images_per_sec"]
     assert 0.8 * 2 * 49 <= two <= 2 * 49 * 1.02
+
+
+def test_horovod_missing_is_one_line_and_the_run_goes_on(monkeypatch, results_root, capsys):
+    import repro.experiments.distributed.programs as dp
+
+    monkeypatch.setattr(dp, "horovod_available", lambda: False)
+    monkeypatch.setattr(runs, "cluster_run", lambda method, n, p, d, **kw: (
+        [{"method": method, "workers": n, "model": "tiny", "total_images_per_sec": 100.0 * n,
+          "images_per_sec_per_worker": 100.0, "sem": 0.0}], []))
+    res = distributed.run("smoke", {"sweep_bandwidths": ["none"], "fault_tolerance": False, "emulate": "none"})
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["repro: Horovod not installed: tools/install_horovod.sh; the Horovod rows say so"]
+    assert "horovod" not in set(res["throughput"]["method"])
+    f = res["findings"].set_index("finding")
+    assert f.loc["horovod", "verdict"] == "not measured (Horovod not installed: tools/install_horovod.sh)"
+    assert res.provenance["horovod"] == "Horovod not installed: tools/install_horovod.sh"
+    ledger = pd.read_csv(res.run_dir / "ledger.csv")
+    assert ledger["verdict"].str.contains("Horovod not installed").sum() == 1
+
+
+def test_inception_v4_as_built_has_the_published_size():
+    """InceptionV4 (Szegedy et al. 2016) as :mod:`.inception_v4` builds it, 1000 classes at 299 px: exactly the
+    trainable parameters of the timm / Cadene ``inception_v4`` (42,679,816, the widely published 42.7 M), and
+    2 x 12.3 G multiply-accumulates (timm's model card: 12.3 GMACs) within 1 %."""
+    import numpy as np
+
+    from repro.experiments.distributed.inception_v4 import REFERENCE_TRAINABLE_1000
+
+    net = distributed_models.build_model("inception_v4", 299, 1000)
+    trainable = sum(int(np.prod(w.shape)) for w in net.trainable_weights)
+    assert trainable == REFERENCE_TRAINABLE_1000 == 42_679_816
+    assert net.count_params() - trainable == sum(2 * int(layer.moving_mean.shape[0]) for layer in net.layers
+                                                 if type(layer).__name__ == "BatchNormalization")
+    assert net.output.shape[1:] == (1000,) and net.count_params() / 1e6 == pytest.approx(42.74, abs=0.01)
+    assert arithmetic.conv_dense_flops(net) / 2e9 == pytest.approx(12.3, rel=0.01)

@@ -6,6 +6,8 @@ import nbformat
 import pandas as pd
 import pytest
 
+from repro.experiments.mnist_cnn import experiment as mnist_cnn
+
 
 @pytest.mark.slow
 def test_smoke_notebook_writes_results(smoke_runs):
@@ -36,3 +38,18 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)  # the curves were drawn
     assert any("Epoch 2/2" in o.get("text", "") for o in outputs)  # one progress line per epoch
+
+
+def test_repeats_are_independent_runs_behind_the_ledger(results_root):
+    got = mnist_cnn.run("smoke", {"epochs": 1, "repeats": 2, "train_samples": 600, "test_samples": 200,
+                                  "optimizer": "adadelta", "learning_rate": 1.0})
+    reps = got["repeats"]
+    assert reps["seed"].tolist() == [0, 1]
+    assert reps["final_test_accuracy"].nunique() == 2  # two seeds, two different trainings
+    assert got.summary["final_test_accuracy"] == pytest.approx(reps["final_test_accuracy"].mean())
+    row = got["ledger"].iloc[0]
+    assert (row["runs"], row["basis"]) == (2, "measured")
+    assert "mean of 2 seeds" in row["ours"]
+    # Adadelta is the reference's optimizer: only the data and epochs are left to make it not comparable
+    assert "optimizer" not in row["verdict"] and row["verdict"].startswith("not comparable (dataset mnist_subset")
+    assert got.provenance["parameters"]["optimizer"] == "adadelta"

@@ -89,3 +89,14 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
     led = pd.read_csv(run / "ledger.csv")
     assert (led["category"] == "not comparable").all() and (led["basis"] == "measured").all()
     assert (led["runs"] == len(p["seeds"])).all()
+
+
+def test_validation_split_never_touches_the_test_set():
+    from repro.ml import data
+
+    ds = data.load("mnist_subset", n_train=200, n_test=50)
+    val = optimizers.validation_split(ds, 0.25, seed=0)
+    assert len(val.y_test) == 50 and len(val.y_train) == 150
+    train_rows = {x.tobytes() for x in ds.x_train}
+    assert all(x.tobytes() in train_rows for x in val.x_test)  # validation comes from the training set
+    assert not {x.tobytes() for x in val.x_test} & {x.tobytes() for x in val.x_train}

@@ -10,7 +10,8 @@ import pytest
 
 from repro.core import claims as claims_mod
 from repro.core import verdicts as V
-from repro.experiments.speedup import emulation, statements
+from repro.experiments.speedup import emulation, parameters, statements
+from repro.ml import models
 
 
 @pytest.mark.slow
@@ -119,3 +120,29 @@ def _check_emulation(run, summary):
     led = pd.read_csv(run / "ledger.csv", keep_default_na=False)
     emulated = led[led["basis"] == "emulated"]
     assert len(emulated) >= 1 and emulated["ours"].str.contains("gtx970-1gbit").all()
+
+
+def test_parameter_counts_match_published_architectures():
+    assert models.trainable_parameters(models.vgg16e(224, 1000)) == 143_667_240
+    assert models.trainable_parameters(models.squeezenet(224, 1000)) == 1_248_424
+    assert models.trainable_parameters(models.resnet34(224, 1000)) == 21_797_672
+    googlenet = models.trainable_parameters(models.googlenet(224, 1000, side_classifiers=False))
+    assert googlenet == 6_998_552
+    assert abs(googlenet / 6.8e6 - 1) <= parameters.PARAMS_TOLERANCE["GoogLeNet"]
+
+
+def test_googlenet_side_classifiers():
+    model = models.googlenet(224, 1000)
+    assert len(model.outputs) == 3 and all(o.shape[-1] == 1000 for o in model.outputs)
+    # each side classifier (Table 2.3): 1x1 conv C*128 + 128, FC 2048*1024 + 1024, FC 1024*1000 + 1000
+    side_4a = 512 * 128 + 128 + 2048 * 1024 + 1024 + 1024 * 1000 + 1000  # 3,188,840
+    side_4d = 528 * 128 + 128 + 2048 * 1024 + 1024 + 1024 * 1000 + 1000  # 3,190,888
+    assert models.trainable_parameters(model) == 6_998_552 + side_4a + side_4d
+
+
+def test_fully_convolutional_counts_do_not_depend_on_input_size():
+    assert models.trainable_parameters(models.squeezenet(64, 256)) == models.trainable_parameters(models.squeezenet(224, 256))
+    assert models.trainable_parameters(models.resnet34(64, 10)) == 21_797_672 - 990 * 513  # 1000 -> 10 classes
+    # VGG16E's first dense layer follows the input: 32x32 -> 1x1x512 maps -> 512 x 4096
+    conv = 143_667_240 - (25088 * 4096 + 4096) - (4096 * 4096 + 4096) - (4096 * 1000 + 1000)  # 20,024,384
+    assert models.trainable_parameters(models.vgg16e(32, 10)) == conv + 512 * 4096 + 4096 + 4096 * 4096 + 4096 + 4096 * 10 + 10

@@ -105,3 +105,20 @@ def test_tolerance_text_names_the_threshold_and_its_source():
     assert claims.tolerance_text(band) == "[0.95, 1.05]: rounding"
     assert claims.tolerance_text(_claim(tolerance_source="our reading")) == "our reading"
     assert claims.tolerance_text(_claim()) == "–"  # a plain yes/no
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(tolerance="small"), r"^x/claims.yaml, claim 'a': tolerance: must be a number, got 'small'$"),
+    (dict(colour="red"), r"^x/claims.yaml, claim 'a': missing \[\] / unknown \['colour'\]$"),
+    (dict(check="band", band=[0], tolerance_source="s"), r"^x/claims.yaml, claim 'a': check 'band' needs band: \[low, high\]$"),
+    (dict(check="within", tolerance=0.1, tolerance_source="s"), "check 'within' needs a tolerance and one of reported, reference"),
+    (dict(thresholds={"tie": True}, tolerance_source="s"), "thresholds is a mapping of names to numbers"),
+    (dict(stochastic="often"), r"^x/claims.yaml, claim 'a': stochastic: Input should be a valid boolean"),
+])
+def test_the_claim_schema_names_the_file_the_claim_and_the_field(change, message):
+    base = dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e", check="holds")
+    with pytest.raises(ClaimsError, match=message) as err:
+        claims._claim("x", dict(base, **change))
+    assert "\n" not in str(err.value)
+    c = claims._claim("x", dict(base, check="within", reference=2, tolerance=1, tolerance_source="s"))
+    assert (c.paper_value, c.reference_value, c.tolerance, c.band) == ("1", 2, 1, None)

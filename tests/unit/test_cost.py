@@ -400,3 +400,17 @@ def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
     assert prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"], "NVIDIA H100 80GB HBM3") is None
     assert prices.cheapest("google_cloud_2017", 16, 1, "Tesla K80") is None  # the whole host would have had no price
     assert planning.gpu_cores(2, 16) == 16 and planning.gpu_cores(1, 4) == 4
+
+
+@pytest.mark.parametrize("change, message", [
+    (("gpus: 0,", "gpus: 0, cpus: 3,"), "prices.yaml: instance 'small': unknown field 'cpus'"),
+    (("cpu_cores: 2", "cpu_cores: 2.5"), "prices.yaml: instance 'small': 'cpu_cores' must be a whole number, got 2.5"),
+    (("billing_step_s: 60, ", ""), "prices.yaml: provider 'p1': missing billing_step_s"),
+    (("seconds: 30", "seconds: true"), "prices.yaml: assumed phase #1: 'seconds' must be a number, got True"),
+])
+def test_price_table_schema_names_the_entry_and_the_field(tmp_path, change, message):
+    path = tmp_path / "prices.yaml"
+    path.write_text(GOOD.replace(*change))
+    with pytest.raises(cost.PriceTableError) as err:
+        cost.load_prices(path)
+    assert str(err.value) == message

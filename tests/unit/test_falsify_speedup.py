@@ -10,11 +10,11 @@ statement holds and where it does not.
 
 import functools
 
+import falsify
 import numpy as np
 import pandas as pd
 import pytest
 
-import falsify
 from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import statements
 

@@ -281,7 +281,7 @@ def test_claims_table_shows_the_ledgers_verdicts():
 PUBLISHED = {"data_parallel_preferred": "not testable here", "k1_equals_single_machine": "consistent",
              "k1_round_per_minibatch": "not comparable", "period_10_20_acceptable": "partly",
              "state_averaging_needed": "not comparable", "state_adds_traffic": "not comparable",
-             "async_higher_throughput": "not testable here", "staleness_equals_n_threads": "not comparable",
+             "async_higher_throughput": "not testable here", "staleness_equals_n_threads": "differs",
              "staleness_equals_n_cluster": "not measured", "staleness_hurts": "reproduced",
              "mitigation_scaling": "consistent", "mitigation_soft_sync": "consistent", "mitigation_bounded": "consistent",
              "mitigation_scaling_soft_sync": "consistent", "scaling_soft_sync_best": "differs",

@@ -172,20 +172,3 @@ def test_hours_of_a_fused_run_say_they_are_shared():
     fused = verdicts.measurements(_summary(ACCS).assign(trained_together=7), PAPER_P, CIFAR)
     assert alone["hours_per_optimizer"].ours == "1.50 h"
     assert fused["hours_per_optimizer"].ours == "1.50 h (the wall time of 7 models trained together)"
-
-
-def test_validation_split_never_touches_the_test_set():
-    from repro.ml import data
-
-    ds = data.load("mnist_subset", n_train=200, n_test=50)
-    val = optimizers.validation_split(ds, 0.25, seed=0)
-    assert len(val.y_test) == 50 and len(val.y_train) == 150
-    train_rows = {x.tobytes() for x in ds.x_train}
-    assert all(x.tobytes() in train_rows for x in val.x_test)  # validation comes from the training set
-    assert not {x.tobytes() for x in val.x_test} & {x.tobytes() for x in val.x_train}
-
-
-
-
-
-

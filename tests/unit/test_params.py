@@ -85,3 +85,89 @@ def test_cli_bad_parameter_is_one_line_and_nonzero():
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines == ["repro: error: parameter 'batch_size': expected an integer (>= 1; <= 65536), got -1"]
+
+
+def test_profiles_state_only_what_they_change_from_the_defaults():
+    for spec in params.experiments().values():
+        assert set(spec.defaults) == set(spec.params), spec.name  # every parameter has a default
+        for prof in spec.profiles.values():
+            assert prof.values == spec.validate({**spec.defaults, **prof.changes}), (spec.name, prof.name)
+            assert all(spec.defaults[k] != v for k, v in prof.changes.items()), (spec.name, prof.name)
+    speedup = params.spec("speedup")
+    assert speedup.resolve("paper")["emulate"] is None  # null, not a "none" sentinel
+    assert speedup.resolve("smoke")["emulate"] == "gtx970-1gbit"
+
+
+def test_parameters_are_a_pydantic_model_and_none_reads_as_null():
+    spec = params.spec("distributed")
+    fields = spec.model.model_fields
+    assert set(fields) == set(spec.params)
+    values = spec.resolve("smoke", {"emulate": "none", "sweep_bandwidths": ["none"], "audit_models": None})
+    assert (values["emulate"], values["sweep_bandwidths"], values["audit_models"]) == (None, None, None)
+    assert spec.parse_overrides(["emulate=null", "sweep_bandwidths=none"]) == {"emulate": None, "sweep_bandwidths": None}
+    with pytest.raises(ParameterError, match=r"^parameter 'audit_models': expected a non-empty list of strings \(one of vgg16"):
+        spec.resolve("smoke", {"audit_models": ["none", "vgg16"]})
+    with pytest.raises(ParameterError, match=r"^parameter 'workers': .*got \(1, 0\)$"):
+        spec.resolve("smoke", {"workers": (1, 0)})
+
+
+PROFILE = {
+    "title": "t", "notebook": "99_t.ipynb",
+    "parameters": {"epochs": {"type": "int", "min": 1}, "rate": {"type": "float", "nullable": True}},
+    "defaults": {"epochs": 3, "rate": None},
+    "profiles": {"smoke": {"cost": "0 s", "description": "d", "values": {"epochs": 1}}, "paper": {}},
+}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["profiles"]["smoke"]["values"].update(epoch=2),
+     r"^t/profile.yaml: profile smoke: unknown parameter 'epoch' for experiment 't' \(did you mean 'epochs'\?\)"),
+    (lambda d: d["defaults"].update(epochs=0),
+     r"^t/profile.yaml: defaults: parameter 'epochs': expected an integer \(>= 1\), got 0$"),
+    (lambda d: d["defaults"].pop("rate"), r"^t/profile.yaml: profile smoke: no value for rate \(give it in defaults\)$"),
+    (lambda d: d["parameters"]["rate"].update(type="double"), r"^t/profile.yaml: parameters.rate.type: Input should be"),
+    (lambda d: d["parameters"]["rate"].update(maximum=3), r"^t/profile.yaml: parameters.rate.maximum: unknown field$"),
+    (lambda d: d.pop("notebook"), r"^t/profile.yaml: needs 'notebook'$"),
+    (lambda d: d.update(default_profile="cpu"), r"^t/profile.yaml: default_profile 'cpu' is not one of smoke, paper$"),
+])
+def test_a_malformed_profile_file_is_one_line_naming_file_and_entry(change, message):
+    import copy
+
+    good = params._build("t", copy.deepcopy(PROFILE))
+    assert good.resolve("smoke") == {"epochs": 1, "rate": None} and good.profiles["paper"].changes == {}
+    raw = copy.deepcopy(PROFILE)
+    change(raw)
+    with pytest.raises(ParameterError, match=message) as err:
+        params._build("t", raw)
+    assert "\n" not in str(err.value)
+
+
+def test_repro_list_shows_each_profiles_changes(capsys):
+    from repro import cli
+
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "changes from the defaults: emulate=gtx970-1gbit" in out
+    assert "changes from the defaults: none (the defaults)" in out  # speedup's cpu profile is its defaults
+
+
+def test_hardware_profiles_and_user_files_are_validated(tmp_path):
+    from repro.cluster import ClusterError, hardware
+
+    good = tmp_path / "mine.yaml"
+    good.write_text("link: 1gbit\nbatch: 32\nimages_per_s: {resnet50: 64}\n")
+    prof = hardware.load_file(good)
+    assert (prof.name, prof.t_grad("resnet50"), prof.source) == ("mine", 0.5, str(good))
+    for text, message in [
+        ("link: 1 gbit\nt_grad_s: {a: 1}\n", "link: rate '1 gbit' is not in tc syntax"),
+        ("link: 1gbit\nimages_per_s: {a: 10}\n", "images_per_s needs the batch it was measured at"),
+        ("link: 1gbit\nt_grad_s: {a: 1}\nlatncy_s: 3\n", "latncy_s: unknown field"),
+        ("link: 1gbit\nt_grad_s: {a: -1}\n", "t_grad_s.a: Input should be greater than 0"),
+        ("link: 1gbit\nt_grad_s: {a: 1}\ninstance: {provider: p, name: n, processes: 0}\n", "instance.processes:"),
+    ]:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(ClusterError, match=f"^hardware file {bad}: ") as err:
+            hardware.load_file(bad)
+        assert message in str(err.value) and "\n" not in str(err.value)
+    assert hardware.check_param(None, ["resnet50"]) is None  # null: no emulation

@@ -65,7 +65,7 @@ def test_concurrent_runs_never_share_a_directory(results_root):
             run = Run("mnist_cnn", "smoke", {"i": threading.get_ident()})
             run.write_json("summary", {"thread": threading.get_ident()})
             dirs.append(run.finish())
-        except Exception as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001 - any failure in a thread is reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=start) for _ in range(8)]

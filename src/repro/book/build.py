@@ -17,9 +17,10 @@ import yaml
 
 from repro.core import ledger, results
 from repro.core import params as _params
+from repro.core.errors import ReproError
 
 
-class BookError(RuntimeError):
+class BookError(ReproError, RuntimeError):
     """The book cannot be built (missing runs, Sphinx warnings or errors)."""
 
 
@@ -195,8 +196,8 @@ def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | N
     out = Path(out) if out else (root or Path.cwd()) / "_build" / profile
     src = out / "src"
     stage(profile, src, results_dir, partial)
-    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(src), "--path-output", str(out),
-           "--builder", "html", "--warningiserror", "--keep-going"]
+    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(src),
+           "--path-output", str(out), "--builder", "html", "--warningiserror", "--keep-going"]
     if quiet:
         cmd.append("--quiet")
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -48,7 +48,8 @@ def provenance_markdown(record: dict, run_dir: str | Path | None = None) -> str:
     gpus = ", ".join(g.get("model") or g["name"] for g in hw.get("gpus", [])) or "none"
     commit = (git.get("commit") or "unknown")[:10] + (" (uncommitted changes)" if git.get("dirty") else "")
     backend = record.get("keras_backend", "tensorflow")
-    dist = {"tensorflow": pk.get("tensorflow") or pk.get("tensorflow-cpu"), "jax": pk.get("jax"), "torch": pk.get("torch")}
+    dist = {"tensorflow": pk.get("tensorflow") or pk.get("tensorflow-cpu"), "jax": pk.get("jax"),
+            "torch": pk.get("torch")}
     device = record.get("device", {}).get("device") if isinstance(record.get("device"), dict) else None
     rows = [
         ("profile", record.get("profile")),

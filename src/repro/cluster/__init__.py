@@ -51,6 +51,7 @@ from .supervisor import ClusterTimeout, TaskFailed
 __all__ = [
     "ROLES", "ClusterError", "ClusterInterrupted", "ClusterResult", "ClusterSpec", "ClusterTimeout", "Context",
     "Network", "Task", "TaskFailed", "check_ports_free", "context", "exposure_report", "free_ports", "from_slurm",
-    "from_tf_config", "interface_bytes", "leftover_processes", "listening_sockets", "make_spec", "netns_available", "parse_cluster_file",
-    "parse_cluster_mapping", "parse_cluster_text", "port_in_use", "resolve_isolation", "run_cluster", "thread_env",
+    "from_tf_config", "interface_bytes", "leftover_processes", "listening_sockets", "make_spec", "netns_available",
+    "parse_cluster_file", "parse_cluster_mapping", "parse_cluster_text", "port_in_use", "resolve_isolation",
+    "run_cluster", "thread_env",
 ]

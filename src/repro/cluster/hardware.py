@@ -18,8 +18,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Annotated, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from repro.core.params import one_line
 
 from .spec import ClusterError
 
@@ -28,8 +32,10 @@ _UNIT = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
 # TCP payload per byte on an Ethernet link with MTU 1500: 1448 bytes of data (20 IP + 32 TCP
 # header with timestamps) in 1514 bytes on the wire (+14 Ethernet), the share tbf's rate carries
 GOODPUT = 1448 / 1514
-EPOCH_IMAGES = 50_000  # images per epoch for `repro predict`'s cost where a profile gives none (CIFAR-10's training set)
+# images per epoch for `repro predict`'s cost where a profile gives none (CIFAR-10's training set)
+EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
+CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
 @dataclass(frozen=True)
@@ -61,68 +67,136 @@ class Profile:
         return whole * images / batch
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Positive = Annotated[float, Field(strict=True, gt=0)]
+
+
+class InstanceSpec(_Strict):
+    """A priced instance of the cost study's table: ``processes`` worker processes per instance."""
+
+    provider: str
+    name: str
+    processes: int = Field(default=1, ge=1)
+
+
+class ProfileSpec(_Strict):
+    """One profile as ``hardware.yaml`` (or a user's file) writes it: ``t_grad_s``, or ``images_per_s``
+    measured at ``batch``; ``link`` in tc syntax."""
+
+    name: str | None = None  # a user's file may name its profile (default: the file's stem)
+    paper: str = ""
+    description: str = ""
+    source: str = ""
+    link: str
+    duplex: Literal["full", "half"] = "full"
+    topology: str = ""
+    t_grad_s: dict[str, _Positive] | None = None
+    t_grad_scaling: str = ""
+    images_per_s: dict[str, _Positive] | None = None
+    batch: int | None = Field(default=None, ge=1)
+    ps_on_workers: bool = False
+    latency_s: float = Field(default=0.0, ge=0)
+    in_words: str = ""
+    instance: InstanceSpec | None = None
+    epoch_images: int = Field(default=EPOCH_IMAGES, ge=1)
+
+    @field_validator("link")
+    @classmethod
+    def _tc_rate(cls, link: str) -> str:
+        if not _RATE.match(link):
+            raise ValueError(f"rate {link!r} is not in tc syntax (e.g. 1gbit, 100mbit)")
+        return link
+
+    @model_validator(mode="after")
+    def _compute_time(self) -> "ProfileSpec":
+        if self.t_grad_s is None and self.images_per_s is None:
+            raise ValueError("needs t_grad_s or images_per_s (with batch)")
+        if self.t_grad_s is None and self.batch is None:
+            raise ValueError("images_per_s needs the batch it was measured at")
+        return self
+
+
+class MachineSpec(_Strict):
+    """This machine's cost of moving bytes."""
+
+    cpu_seconds_per_gb: _Positive
+    headroom: float = Field(gt=0, le=1)
+    source: str
+
+
+class HardwareFile(_Strict):
+    """The whole ``hardware.yaml``."""
+
+    profiles: dict[str, ProfileSpec] = Field(min_length=1)
+    machine: MachineSpec
+
+
 @lru_cache(maxsize=1)
-def _data() -> dict:
-    return yaml.safe_load(resources.files(__package__).joinpath("hardware.yaml").read_text(encoding="utf-8"))
+def _data() -> HardwareFile:
+    raw = yaml.safe_load(resources.files(__package__).joinpath("hardware.yaml").read_text(encoding="utf-8"))
+    try:
+        return HardwareFile.model_validate(raw)
+    except ValidationError as err:
+        raise ClusterError(one_line(err, "repro/cluster/hardware.yaml")) from None
 
 
 def names() -> list[str]:
     """The hardware profiles repro knows."""
-    return list(_data()["profiles"])
+    return list(_data().profiles)
 
 
 def machine() -> dict:
     """This machine's cost of moving bytes (``cpu_seconds_per_gb``, ``headroom``, ``source``)."""
-    return dict(_data()["machine"])
+    return _data().machine.model_dump()
 
 
 def load(name: str) -> Profile:
     """The profile ``name``; an unknown name is one line listing the valid ones."""
-    raw = _data()["profiles"].get(name)
-    if raw is None:
+    spec = _data().profiles.get(name)
+    if spec is None:
         raise ClusterError(f"unknown hardware profile {name!r}; valid: {', '.join(names())}")
-    return profile(name, raw)
+    return _profile(name, spec)
 
 
 def load_file(path) -> Profile:
     """A profile a user wrote: a YAML file with a profile's fields (``t_grad_s`` or ``images_per_s`` with
-    ``batch``, ``link``; ``paper``, ``description``, ``source``, ``topology`` optional)."""
+    ``batch``, ``link``; ``name``, ``paper``, ``description``, ``source``, ``topology`` optional); a bad file
+    is one line naming it and the field."""
     from pathlib import Path
 
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ClusterError(f"hardware file {path}: {exc}") from None
-    if not isinstance(raw, dict) or not ({"t_grad_s", "images_per_s"} & set(raw)) or "link" not in raw:
-        raise ClusterError(f"hardware file {path}: needs 'link' and 't_grad_s' or 'images_per_s' (with 'batch')")
-    if "images_per_s" in raw and "batch" not in raw:
-        raise ClusterError(f"hardware file {path}: 'images_per_s' needs the 'batch' it was measured at")
-    rate_bits(raw["link"])
-    defaults = {"paper": "", "description": str(path), "source": str(path), "topology": ""}
-    return profile(str(raw.get("name", Path(path).stem)), {**defaults, **raw})
+        raise ClusterError(f"hardware file {path}: {' '.join(str(exc).split())}") from None
+    try:
+        spec = ProfileSpec.model_validate(raw)
+    except ValidationError as err:
+        raise ClusterError(one_line(err, f"hardware file {path}")) from None
+    defaults = {"description": str(path), "source": str(path)}
+    spec = spec.model_copy(update={k: v for k, v in defaults.items() if not getattr(spec, k)})
+    return _profile(spec.name or Path(path).stem, spec)
 
 
 def profile(name: str, raw: dict) -> Profile:
-    """A :class:`Profile` from its YAML fields."""
-    if "t_grad_s" in raw:
-        t_grad = dict(raw["t_grad_s"])
+    """A :class:`Profile` from its YAML fields (one line naming the profile where they are malformed)."""
+    try:
+        return _profile(name, ProfileSpec.model_validate(raw))
+    except ValidationError as err:
+        raise ClusterError(one_line(err, f"hardware profile {name}")) from None
+
+
+def _profile(name: str, spec: ProfileSpec) -> Profile:
+    if spec.t_grad_s is not None:
+        t_grad = dict(spec.t_grad_s)
     else:  # images per second at the profile's batch -> seconds per batch
-        t_grad = {m: raw["batch"] / float(v) for m, v in raw["images_per_s"].items()}
-    return Profile(name=name, paper=raw["paper"], description=raw["description"], source=" ".join(raw["source"].split()),
-                   link=raw["link"], topology=" ".join(raw["topology"].split()), t_grad_s=t_grad,
-                   batch=raw.get("batch"), ps_on_workers=bool(raw.get("ps_on_workers", False)),
-                   latency_s=float(raw.get("latency_s", 0.0)), in_words=str(raw.get("in_words", "")),
-                   instance=_instance(name, raw.get("instance")),
-                   epoch_images=int(raw.get("epoch_images", EPOCH_IMAGES)))
-
-
-def _instance(name: str, raw) -> dict | None:
-    """A profile's priced instance: ``provider``, ``name`` and worker ``processes`` per instance (>= 1)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or {"provider", "name"} - set(raw) or int(raw.get("processes", 1)) < 1:
-        raise ClusterError(f"hardware profile {name}: instance needs provider, name and processes >= 1, got {raw!r}")
-    return {"provider": str(raw["provider"]), "name": str(raw["name"]), "processes": int(raw.get("processes", 1))}
+        t_grad = {m: spec.batch / v for m, v in spec.images_per_s.items()}
+    return Profile(name=name, paper=spec.paper, description=spec.description, source=" ".join(spec.source.split()),
+                   link=spec.link, topology=" ".join(spec.topology.split()), t_grad_s=t_grad, batch=spec.batch,
+                   ps_on_workers=spec.ps_on_workers, latency_s=spec.latency_s, in_words=spec.in_words,
+                   instance=spec.instance.model_dump() if spec.instance else None, epoch_images=spec.epoch_images)
 
 
 def load_for(name: str, models) -> Profile:
@@ -134,10 +208,10 @@ def load_for(name: str, models) -> Profile:
 
 
 def check_param(name: str, models, parameter: str = "emulate") -> None:
-    """A parameter naming a hardware profile (or ``none``): one line naming the parameter and the valid names."""
+    """A parameter naming a hardware profile (or null): one line naming the parameter and the valid names."""
     from repro.core.params import ParameterError
 
-    if name == "none":
+    if name is None:
         return
     try:
         load_for(name, models)

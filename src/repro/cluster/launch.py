@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from repro.core.procs import stop_group
 
 from .spec import ROLES, ClusterError, ClusterSpec, is_local, visible_gpus
 from .supervisor import ClusterTimeout, TaskFailed, tail
@@ -156,24 +157,6 @@ def _exited(proc: subprocess.Popen) -> bool:
     return info is not None and info.si_pid != 0
 
 
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _teardown(proc: subprocess.Popen, grace: float) -> None:
-    """Stop the whole process group of ``proc``: SIGTERM, then SIGKILL; reap the leader last."""
-    if not _exited(proc):
-        _killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while not _exited(proc) and time.monotonic() < deadline:
-            time.sleep(0.02)
-    _killpg(proc.pid, signal.SIGKILL)  # stragglers; the unreaped leader keeps the group id ours
-    proc.wait()
-
-
 def leftover_processes(run_dir: str | Path) -> list[dict]:
     """Processes (this machine, any namespace) still running for the cluster run in ``run_dir``.
 
@@ -225,7 +208,8 @@ def _check_shape(workers, ps, chief, server, program_roles, cluster, network, **
     if not program_roles or any(r not in ROLES for r in program_roles):
         raise ClusterError(f"program_roles must be roles among {', '.join(ROLES)}, got {program_roles!r}")
     if cluster is None and program_roles == ("chief",) and not chief:
-        raise ClusterError("the program runs on the chief but chief=False: pass program_roles=('worker',) or chief=True")
+        raise ClusterError("the program runs on the chief but chief=False: "
+                           "pass program_roles=('worker',) or chief=True")
     if network is not None and not isinstance(network, Network):
         raise ClusterError(f"network must be a repro.cluster.Network, got {network!r}")
     return program_roles
@@ -253,8 +237,8 @@ def _supervise(run_dir: Path, mode: str, child_env: dict, on_ready, limit: float
                 raise ClusterTimeout(f"cluster supervisor did not finish within {limit:g} s; "
                                      f"see {run_dir / 'supervisor.log'}")
             time.sleep(0.05)
-    finally:
-        _teardown(proc, grace + 2.0)
+    finally:  # the whole process group: SIGTERM, then SIGKILL (stragglers too), the leader reaped
+        stop_group([proc], grace + 2.0, group=True)
 
 
 def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = True,

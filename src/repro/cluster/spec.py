@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from repro.core import provenance
+from repro.core.errors import ReproError
 
 ROLES = ("chief", "ps", "worker", "evaluator")
 
 
-class ClusterError(ValueError):
+class ClusterError(ReproError, ValueError):
     """A bad cluster description or a failed cluster run; its message is one line."""
 
 
@@ -79,7 +80,8 @@ class ClusterSpec:
     def by_global_index(self, i: int) -> Task:
         """The ``i``-th task in file order (the thesis' ``--index``)."""
         if not 0 <= i < len(self.tasks):
-            raise ClusterError(f"index {i} out of range: the cluster has {len(self.tasks)} tasks (0..{len(self.tasks) - 1})")
+            n = len(self.tasks)
+            raise ClusterError(f"index {i} out of range: the cluster has {n} tasks (0..{n - 1})")
         return self.tasks[i]
 
     def count(self, role: str) -> int:
@@ -174,7 +176,7 @@ def parse_cluster_text(text: str, *, source: str = "cluster file", ps: int = 1) 
 
 def _looks_like_yaml_mapping(text: str) -> bool:
     """A first line ``word:`` followed by a space or the line end (``ps host:1`` and ``host:1`` are not)."""
-    first = next((l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")), "")
+    first = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
     return re.match(r"^\s*[A-Za-z_]\w*\s*:(\s|$)", first) is not None
 
 
@@ -344,30 +346,20 @@ def check_ports_free(tasks: Iterable[Task]) -> None:
 # ------------------------------------------------------------------ exposure check
 
 
-def _parse_proc_net(path: str, v6: bool) -> list[tuple[str, int]]:
-    out = []
-    try:
-        lines = Path(path).read_text().splitlines()[1:]
-    except OSError:
-        return out
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 4 or fields[3] != "0A":  # 0A = TCP_LISTEN
-            continue
-        hexip, hexport = fields[1].split(":")
-        raw = bytes.fromhex(hexip)
-        # the kernel prints each 32-bit word in host (little-endian) order
-        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-        ip = ipaddress.IPv6Address(raw) if v6 else ipaddress.IPv4Address(raw)
-        if v6 and ip.ipv4_mapped:
-            ip = ip.ipv4_mapped
-        out.append((str(ip), int(hexport, 16)))
-    return out
-
-
 def listening_sockets() -> list[tuple[str, int]]:
-    """TCP sockets listening in *this process'* network namespace: ``[(ip, port), ...]``."""
-    return _parse_proc_net("/proc/net/tcp", False) + _parse_proc_net("/proc/net/tcp6", True)
+    """TCP sockets listening in *this process'* network namespace: ``[(ip, port), ...]`` (an IPv4-mapped
+    IPv6 address as its IPv4 address). psutil reads ``/proc/net/tcp{,6}``, which is this namespace's."""
+    import psutil
+
+    out = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status != psutil.CONN_LISTEN or not conn.laddr:
+            continue
+        ip = ipaddress.ip_address(conn.laddr.ip.split("%", 1)[0])  # a link-local address may carry %scope
+        if ip.version == 6 and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        out.append((str(ip), conn.laddr.port))
+    return out
 
 
 def exposure_report(ports: Iterable[int] | None = None) -> dict:
@@ -396,10 +388,9 @@ def exposure_report(ports: Iterable[int] | None = None) -> dict:
 
 
 def interface_bytes() -> dict[str, dict[str, int]]:
-    """Bytes received/sent per interface of *this process'* network namespace (``/proc/net/dev``)."""
-    out = {}
-    for line in Path("/proc/net/dev").read_text().splitlines()[2:]:
-        name, _, rest = line.partition(":")
-        fields = rest.split()
-        out[name.strip()] = {"rx": int(fields[0]), "tx": int(fields[8])}
-    return out
+    """Bytes received/sent per interface of *this process'* network namespace (psutil reads its
+    ``/proc/net/dev``; the kernel's counters as they are, without psutil's wrap-around correction)."""
+    import psutil
+
+    return {name: {"rx": c.bytes_recv, "tx": c.bytes_sent}
+            for name, c in psutil.net_io_counters(pernic=True, nowrap=False).items()}

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from repro.core import atomic
+from repro.core.procs import stop_group
 
 from .spec import (
     ClusterError,
@@ -76,7 +77,7 @@ def tail(path: Path, n: int = 5, width: int = 600) -> str:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 16384))
-            lines = [l.strip() for l in f.read().decode("utf-8", "replace").splitlines() if l.strip()]
+            lines = [line.strip() for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
     except OSError:
         return "(no log)"
     text = " | ".join(lines[-n:]) or "(empty log)"
@@ -301,21 +302,11 @@ class Supervisor:
 
     # --------------------------------------------------------------- teardown
     def teardown(self) -> None:
+        """Stop every task's process (SIGTERM, SIGKILL after ``grace``); each record gets its exit code."""
         alive = [r for r in self.procs.values() if "popen" in r]
         for rec in alive:
             rec["stopped"] = True
-            try:
-                rec["popen"].send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + self.plan.get("grace", 3.0)
-        while any("popen" in r for r in alive) and time.monotonic() < deadline:
-            self._poll()
-            time.sleep(0.02)
-        for rec in alive:
-            if "popen" in rec:
-                rec["popen"].kill()
-                rec["popen"].wait()
+        stop_group([r["popen"] for r in alive], self.plan.get("grace", 3.0), on_exit=lambda _: self._poll())
         self._poll()
 
     def records(self) -> list[dict]:
@@ -340,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         status.update(error=str(exc), kind=type(exc).__name__)
     except _Stop as exc:
         status.update(error=f"cluster stopped by {exc.args[0]}", kind="Stopped")
-    except Exception as exc:  # a bug here must still tear everything down and say what happened
+    except Exception as exc:  # noqa: BLE001 - a bug here must still tear everything down and say what happened
         status.update(error=f"supervisor failed: {type(exc).__name__}: {exc}", kind="ClusterError")
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

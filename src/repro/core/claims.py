@@ -34,18 +34,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Annotated, Literal
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from repro.core import ledger as _ledger
 from repro.core import paper as _paper
+from repro.core import params as _params
 from repro.core import verdicts as V
+from repro.core.errors import ReproError
 
 CHECKS = ("within", "band", "holds")
-_REQUIRED = ("id", "paper", "text", "paper_value", "source", "evidence", "check")
 
 
-class ClaimsError(ValueError):
+class ClaimsError(ReproError, ValueError):
     """A malformed ``claims.yaml`` or a measurement that does not match it (one line)."""
 
 
@@ -104,42 +107,105 @@ class Measured:
     evidence: str | None = None  # the chapter table behind this measurement, where not the claim's own
 
 
-def _claim(experiment: str, raw: dict) -> Claim:
-    where = f"{experiment}/claims.yaml, claim {raw.get('id', '?')!r}"
-    raw = {("reference_value" if k == "reference" else k): v for k, v in raw.items()}
-    missing = [k for k in _REQUIRED if k not in raw]
-    unknown = set(raw) - set(Claim.__dataclass_fields__)
+def _number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, got {value!r}")
+    return value
+
+
+_Number = Annotated[int | float, BeforeValidator(_number)]  # as written: 15 stays 15; a bool is no number
+
+
+class ClaimSpec(BaseModel):
+    """One entry of ``claims.yaml`` (the fields above), with the rules that tie its fields together."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    paper: str
+    text: str
+    paper_value: Annotated[str, BeforeValidator(lambda v: v if isinstance(v, str) else str(v))]
+    source: str
+    evidence: str
+    check: Literal[CHECKS]  # type: ignore[valid-type]
+    reported: str | None = None
+    reference_value: _Number | None = Field(default=None, alias="reference")
+    tolerance: _Number | None = None
+    band: list[_Number] | None = None
+    thresholds: dict[str, _Number] | None = None
+    tolerance_source: str = ""
+    stochastic: bool = True
+    decisive: bool = True
+    why_not_decisive: str = ""
+    rule: dict | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> "ClaimSpec":
+        if self.check == "within" and (self.tolerance is None
+                                       or (self.reported is None) == (self.reference_value is None)):
+            raise ValueError("check 'within' needs a tolerance and one of reported, reference")
+        if self.check == "band" and len(self.band or ()) != 2:
+            raise ValueError("check 'band' needs band: [low, high]")
+        if (self.check != "holds" or self.thresholds) and not self.tolerance_source:
+            raise ValueError("a tolerance, band or thresholds need tolerance_source (where they come from)")
+        if not self.decisive and not self.why_not_decisive.strip():
+            raise ValueError("decisive: false needs why_not_decisive (why no run of ours can decide it)")
+        if self.why_not_decisive and self.decisive:
+            raise ValueError("why_not_decisive belongs to a claim with decisive: false")
+        return self
+
+
+def _claims_error(err: ValidationError, where: str) -> ClaimsError:
+    """pydantic's errors about one claim as one line: missing and unknown fields together, else the first."""
+    errors = err.errors()
+    missing = [e["loc"][0] for e in errors if e["type"] == "missing"]
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
     if missing or unknown:
-        raise ClaimsError(f"{where}: missing {missing} / unknown {sorted(unknown)}")
-    if raw["check"] not in CHECKS:
-        raise ClaimsError(f"{where}: check must be one of {', '.join(CHECKS)}, got {raw['check']!r}")
-    if raw["check"] == "within" and (raw.get("tolerance") is None
-                                     or (raw.get("reported") is None) == (raw.get("reference_value") is None)):
-        raise ClaimsError(f"{where}: check 'within' needs a tolerance and one of reported, reference")
-    if raw["check"] == "band" and len(raw.get("band") or ()) != 2:
-        raise ClaimsError(f"{where}: check 'band' needs band: [low, high]")
-    if (raw["check"] != "holds" or raw.get("thresholds")) and not raw.get("tolerance_source"):
-        raise ClaimsError(f"{where}: a tolerance, band or thresholds need tolerance_source (where they come from)")
-    if raw.get("thresholds") is not None and not (isinstance(raw["thresholds"], dict) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw["thresholds"].values())):
-        raise ClaimsError(f"{where}: thresholds is a mapping of names to numbers")
-    if raw.get("decisive", True) is False and not str(raw.get("why_not_decisive", "")).strip():
-        raise ClaimsError(f"{where}: decisive: false needs why_not_decisive (why no run of ours can decide it)")
-    if raw.get("why_not_decisive") and raw.get("decisive", True):
-        raise ClaimsError(f"{where}: why_not_decisive belongs to a claim with decisive: false")
-    raw = dict(raw, band=tuple(raw["band"]) if raw.get("band") else None)
-    return Claim(**{k: (str(v) if k == "paper_value" else v) for k, v in raw.items()})
+        return ClaimsError(f"{where}: missing {missing} / unknown {unknown}")
+    first = errors[0]
+    field_name = first["loc"][0] if first["loc"] else ""
+    if field_name == "check":
+        return ClaimsError(f"{where}: check must be one of {', '.join(CHECKS)}, got {first['input']!r}")
+    if field_name == "thresholds":
+        return ClaimsError(f"{where}: thresholds is a mapping of names to numbers")
+    return ClaimsError(_params.one_line(err, where))
+
+
+def _claim(experiment: str, raw: dict) -> Claim:
+    where = f"{experiment}/claims.yaml, claim {raw.get('id', '?') if isinstance(raw, dict) else '?'!r}"
+    try:
+        spec = ClaimSpec.model_validate(raw)
+    except ValidationError as err:
+        raise _claims_error(err, where) from None
+    values = spec.model_dump()
+    values["band"] = tuple(spec.band) if spec.band else None
+    return Claim(**values)
+
+
+class ClaimsFile(BaseModel):
+    """A whole ``claims.yaml``: a list of claims under ``claims:``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    claims: list[dict] = Field(min_length=1)
 
 
 @lru_cache(maxsize=None)
 def load(experiment: str, package: str = "repro.experiments") -> dict[str, Claim]:
     """The claims of ``experiment`` (its folder's ``claims.yaml``), by id, in file order."""
+    where = f"{experiment}/claims.yaml"
     text = resources.files(f"{package}.{experiment}").joinpath("claims.yaml").read_text(encoding="utf-8")
+    try:
+        doc = ClaimsFile.model_validate(yaml.safe_load(text))
+    except yaml.YAMLError as exc:
+        raise ClaimsError(f"{where}: not YAML ({' '.join(str(exc).split())})") from None
+    except ValidationError as err:
+        raise ClaimsError(_params.one_line(err, where)) from None
     out: dict[str, Claim] = {}
-    for raw in yaml.safe_load(text)["claims"]:
+    for raw in doc.claims:
         claim = _claim(experiment, raw)
         if claim.id in out:
-            raise ClaimsError(f"{experiment}/claims.yaml: claim id {claim.id!r} twice")
+            raise ClaimsError(f"{where}: claim id {claim.id!r} twice")
         out[claim.id] = claim
     return out
 

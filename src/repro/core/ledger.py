@@ -29,7 +29,6 @@ COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "category", "evid
 TOLERANCE = "tolerance"  # written after COLUMNS
 CATEGORIES = tuple(c.value for c in V.Category)
 BASES = tuple(b.value for b in V.Basis)
-UNRECORDED = "not recorded"  # a stored ledger written before the basis column existed
 NO_VALUE = ("–", "-", "")  # what an experiment writes in "ours" when it has no number
 
 
@@ -58,11 +57,9 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
         path = Path(run_dir) / "ledger.csv"
         if path.is_file():
             df = pd.read_csv(path, keep_default_na=False, dtype=str)
-            for col in ("basis", "runs", TOLERANCE):  # a run older than these columns
-                if col not in df:
-                    df[col] = UNRECORDED if col != "runs" else "–"
-            if "category" not in df:
-                df["category"] = df["verdict"].map(category)
+            missing = [c for c in COLUMNS + [TOLERANCE] if c not in df]
+            if missing:
+                raise ValueError(f"{path}: no column {', '.join(missing)} (re-derive it: repro rejudge {run_dir})")
             frames.append(df.assign(experiment=experiment, page=page))
     if not frames:
         return pd.DataFrame(columns=COLUMNS + [TOLERANCE, "experiment", "page"])
@@ -74,7 +71,7 @@ def overview(ledger: pd.DataFrame, by: str = "paper") -> str:
     cats = [c for c in CATEGORIES if c in set(ledger["category"])]
     table = pd.crosstab(ledger[by], ledger["category"]).reindex(columns=cats, fill_value=0)
     order = list(dict.fromkeys(ledger[by])) if by == "paper" else \
-        [b for b in (*BASES, UNRECORDED) if b in set(ledger[by])]
+        [b for b in BASES if b in set(ledger[by])]
     table = table.reindex(order)
     label = (lambda v: f"{{cite:t}}`{v}`") if by == "paper" else (lambda v: v)
     lines = [f"| {by} | " + " | ".join(cats) + " | all |", "|---" * (len(cats) + 2) + "|"]
@@ -92,12 +89,14 @@ def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
     summary = ", ".join(f"**{counts[c]}** {c}" for c in CATEGORIES if c in counts)
     lines = [f"{len(ledger)} claims: {summary}.", "", "Per paper:", "", overview(ledger, "paper"), "",
              "Per basis (what stands behind the verdict):", "", overview(ledger, "basis"), "",
-             "| paper | claim | paper says | we measured | verdict | basis (runs) | tolerance (its source) | evidence |",
+             "| paper | claim | paper says | we measured | verdict | basis (runs) | tolerance (its source) "
+             "| evidence |",
              "|---|---|---|---|---|---|---|---|"]
     for r in ledger.itertuples():
         link = f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
-        basis = r.basis if r.basis in (UNRECORDED, "none", "equations", "model") else f"{r.basis} ({r.runs})"
-        cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, f"**{r.category}**" + r.verdict[len(r.category):],
+        basis = r.basis if r.basis in ("none", "equations", "model") else f"{r.basis} ({r.runs})"
+        verdict = f"**{r.category}**" + r.verdict[len(r.category):]
+        cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, verdict,
                  basis, r.tolerance, link]
         lines.append("| " + " | ".join(str(c).replace("|", "&#124;").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"

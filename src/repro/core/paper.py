@@ -8,11 +8,15 @@ from importlib import resources
 import pandas as pd
 
 PAPERS = {
-    "polishchuk2019": "Polishchuk, Kostiuchko, Khrystynets (2019). Comparison of neural network optimization methods using the image classification problem.",
-    "cloudcost2017": "Efficient application of cloud resources for training and using deep neural networks. Convergent'2017, pp. 157ff.",
+    "polishchuk2019": ("Polishchuk, Kostiuchko, Khrystynets (2019). Comparison of neural network optimization methods "
+                       "using the image classification problem."),
+    "cloudcost2017": ("Efficient application of cloud resources for training and using deep neural networks. "
+                      "Convergent'2017, pp. 157ff."),
     "slampa2017": "Šlampa, O. (2017). Parallel Deep Learning. Master's thesis, Brno University of Technology.",
-    "savchenko2019": "Savchenko, D. M. (2019). Models of distributed training of neural networks. Studencheskiy 37(81).",
-    "keras_mnist_cnn": "Keras team. Simple MNIST convnet (keras-io example mnist_convnet; 99.25 % test accuracy after 12 epochs).",
+    "savchenko2019": ("Savchenko, D. M. (2019). Models of distributed training of neural networks. "
+                      "Studencheskiy 37(81)."),
+    "keras_mnist_cnn": ("Keras team. Simple MNIST convnet (keras-io example mnist_convnet; "
+                        "99.25 % test accuracy after 12 epochs)."),
 }
 
 

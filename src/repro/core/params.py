@@ -3,31 +3,53 @@
 Every experiment folder ``repro/experiments/<name>/`` has a ``profile.yaml`` that holds, as data:
 
 * ``parameters``: the schema (type, allowed range or choices, help text);
-* ``profiles``: named, complete sets of values (``smoke`` for CI, ``cpu`` for a
-  2-core machine, ``paper`` for the paper's protocol on a GPU server) and what each
-  roughly costs.
+* ``defaults``: every parameter's value unless a profile changes it;
+* ``profiles``: named profiles (``smoke`` for CI, ``cpu`` for a 2-core machine, ``paper`` for the
+  paper's protocol on a GPU server), each with what it roughly costs and, under ``values``, only
+  the parameters it changes from ``defaults``.
 
-A wrong profile name, an unknown parameter, or a value of the wrong type or out of
-range raises :class:`ParameterError` whose message is one line naming the parameter
-and what is allowed.
+The file is read through pydantic models (:class:`ProfileFile`), and each experiment's parameters
+become a pydantic model generated from its declarations (:attr:`ExperimentSpec.model`: typed fields
+with their ranges and choices). A wrong profile name, an unknown parameter, or a value of the wrong
+type or out of range raises :class:`ParameterError` whose message is one line naming the parameter
+and what is allowed (:func:`one_line` turns pydantic's errors into it).
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+
+from repro.core.errors import ReproError
 
 _SCALARS = {"int": int, "float": float, "str": str, "bool": bool}
-_TYPES = set(_SCALARS) | {f"list[{t}]" for t in ("int", "float", "str")}
+_TYPES = tuple(_SCALARS) + tuple(f"list[{t}]" for t in ("int", "float", "str"))
+_NULL_WORDS = ("none", "null")  # what a nullable parameter reads as null, on the command line and in a mapping
 
 
-class ParameterError(ValueError):
+class ParameterError(ReproError, ValueError):
     """A bad profile name, parameter name or value (one-line message)."""
+
+
+def _integral(value: Any) -> Any:
+    """An integral float (3.0) as an int; anything else unchanged (strict validation judges it)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _null_word(value: Any) -> Any:
+    """``"none"``/``"null"`` (or a list of just that word) as null, for a nullable parameter."""
+    if isinstance(value, str) and value.strip().lower() in _NULL_WORDS:
+        return None
+    if isinstance(value, (list, tuple)) and len(value) == 1 and isinstance(value[0], str) \
+            and value[0].strip().lower() in _NULL_WORDS:
+        return None
+    return value
 
 
 @dataclass(frozen=True)
@@ -63,55 +85,46 @@ class ParamSpec:
     def _fail(self, value: Any) -> ParameterError:
         return ParameterError(f"parameter '{self.name}': expected {self.describe()}, got {value!r}")
 
-    def _scalar(self, base: str, value: Any) -> Any:
-        if base == "bool":
-            if isinstance(value, bool):
-                return value
-            raise self._fail(value)
+    @cached_property
+    def annotation(self) -> Any:
+        """The pydantic type of this parameter: strict scalars, ranges, choices, list length, null."""
+        base = self.type.removeprefix("list[").removesuffix("]")
+        item: Any = Annotated[_SCALARS[base], Field(strict=True, ge=self.min, le=self.max)]
         if base == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise self._fail(value)
-        elif base == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise self._fail(value)
-            value = float(value)
-        elif base == "str" and not isinstance(value, str):
-            raise self._fail(value)
-        if self.choices is not None and value not in self.choices:
-            raise self._fail(value)
-        if self.min is not None and value < self.min:
-            raise self._fail(value)
-        if self.max is not None and value > self.max:
-            raise self._fail(value)
+            item = Annotated[item, BeforeValidator(_integral)]
+        if self.choices is not None:
+            item = Annotated[item, AfterValidator(self._choice)]
+        if self.type.startswith("list["):
+            item = Annotated[list[item], Field(min_length=self.length or 1, max_length=self.length)]
+        if self.nullable:
+            item = Annotated[Optional[item], BeforeValidator(_null_word)]
+        return item
+
+    def _choice(self, value: Any) -> Any:
+        if value not in self.choices:
+            raise ValueError(f"not one of {self.choices}")
         return value
 
+    @cached_property
+    def _adapter(self):
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(self.annotation)
+
     def validate(self, value: Any) -> Any:
-        """Return the value, normalised (ints accepted for floats), or raise."""
-        if value is None:
-            if self.nullable:
-                return None
-            raise self._fail(value)
-        if self.type.startswith("list["):
-            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
-                raise self._fail(value)
-            if self.length is not None and len(value) != self.length:
-                raise self._fail(value)
-            base = self.type[5:-1]
-            try:
-                return [self._scalar(base, v) for v in value]
-            except ParameterError:
-                raise self._fail(value) from None
-        return self._scalar(self.type, value)
+        """Return the value, normalised (ints accepted for floats, lists as lists), or raise."""
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError:
+            raise self._fail(value) from None
 
     def parse(self, text: str) -> Any:
         """Parse a command-line string (``-p name=text``) into this parameter's type."""
-        if self.nullable and text.strip().lower() in ("none", "null", ""):
+        if self.nullable and text.strip().lower() in (*_NULL_WORDS, ""):
             return None
         base = self.type.removeprefix("list[").removesuffix("]")
-        items = [t.strip() for t in text.strip().strip("[]").split(",")] if self.type.startswith("list[") else [text.strip()]
+        items = ([t.strip() for t in text.strip().strip("[]").split(",")] if self.type.startswith("list[")
+                 else [text.strip()])
         out = []
         for item in items:
             try:
@@ -131,12 +144,69 @@ class ParamSpec:
         return self.validate(out if self.type.startswith("list[") else out[0])
 
 
+# ------------------------------------------------------------------ the file's own schema
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParameterDecl(_Strict):
+    """One entry of ``parameters:``."""
+
+    type: Literal[_TYPES]  # type: ignore[valid-type]
+    help: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: list[int | float | str] | None = None
+    nullable: bool = False
+    length: int | None = Field(default=None, ge=1)
+
+
+class ProfileDecl(_Strict):
+    """One entry of ``profiles:``: what it costs, what it runs, and what it changes from ``defaults``."""
+
+    cost: str = "?"
+    description: str = ""
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProfileFile(_Strict):
+    """A whole ``profile.yaml``."""
+
+    title: str
+    paper: str = ""
+    notebook: str
+    default_profile: str = "smoke"
+    parameters: dict[str, ParameterDecl] = Field(min_length=1)
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    profiles: dict[str, ProfileDecl] = Field(min_length=1)
+
+
+def one_line(err: ValidationError, where: str) -> str:
+    """The first of pydantic's errors as one line: ``where: a.b.c: message (got value)``; every schema
+    of the package (profiles, claims, price table, hardware profiles) reports through it."""
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "missing":
+        return f"{where}: needs '{loc}'"
+    msg = {"extra_forbidden": "unknown field"}.get(
+        first["type"], first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, "))
+    shown = repr(first.get("input"))
+    got = f" (got {shown})" if loc and first["type"] != "extra_forbidden" and len(shown) <= 80 \
+        and "got " not in msg else ""
+    return " ".join(f"{where}: {loc + ': ' if loc else ''}{msg}{got}".split())
+
+
 @dataclass(frozen=True)
 class Profile:
+    """A named profile: ``values`` every parameter's value, ``changes`` what it sets apart from the defaults."""
+
     name: str
     cost: str
     description: str
     values: dict
+    changes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,6 +221,13 @@ class ExperimentSpec:
     default_profile: str
     params: dict[str, ParamSpec]
     profiles: dict[str, Profile] = field(repr=False)
+    defaults: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def model(self) -> type[BaseModel]:
+        """The experiment's parameters as a pydantic model: one typed field per declared parameter."""
+        fields = {name: (p.annotation, ...) for name, p in self.params.items()}
+        return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
 
     def profile(self, name: str) -> Profile:
         if name not in self.profiles:
@@ -159,22 +236,36 @@ class ExperimentSpec:
             )
         return self.profiles[name]
 
-    def check_names(self, names) -> None:
+    def check_names(self, names, where: str = "") -> None:
         for key in names:
             if key not in self.params:
                 close = difflib.get_close_matches(key, self.params, n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise ParameterError(
-                    f"unknown parameter '{key}' for experiment '{self.name}'{hint}; valid: {', '.join(sorted(self.params))}"
+                    f"{where}unknown parameter '{key}' for experiment '{self.name}'{hint}; "
+                    f"valid: {', '.join(sorted(self.params))}"
                 )
+
+    def validate(self, values: Mapping[str, Any]) -> dict:
+        """Every parameter's value checked by :attr:`model`; the first error as a one-line :class:`ParameterError`."""
+        self.check_names(values)
+        try:
+            return self.model.model_validate(dict(values)).model_dump()
+        except ValidationError as err:
+            first = err.errors()[0]
+            name = str(first["loc"][0]) if first["loc"] else ""
+            if first["type"] == "missing":
+                raise ParameterError(f"parameter '{name}': no value (profile.yaml gives it no default)") from None
+            if name in self.params:
+                raise self.params[name]._fail(values[name]) from None
+            raise ParameterError(one_line(err, f"experiment '{self.name}'")) from None
 
     def resolve(self, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> dict:
         """Profile values with overrides applied, every value validated."""
         prof = self.profile(profile or self.default_profile)
         overrides = dict(overrides or {})
         self.check_names(overrides)
-        values = {**prof.values, **overrides}
-        return {name: spec.validate(values[name]) for name, spec in self.params.items()}
+        return self.validate({**prof.values, **overrides})
 
     def parse_overrides(self, pairs: list[str]) -> dict:
         """``['epochs=3', 'seeds=1,2']`` -> ``{'epochs': 3, 'seeds': [1, 2]}``, validated."""
@@ -189,39 +280,53 @@ class ExperimentSpec:
         return out
 
 
-def _build(name: str, raw: dict) -> ExperimentSpec:
-    params = {}
-    for pname, p in raw["parameters"].items():
-        if p["type"] not in _TYPES:
-            raise ValueError(f"{name}/profile.yaml: parameter {pname} has unknown type {p['type']}")
-        params[pname] = ParamSpec(
-            name=pname,
-            type=p["type"],
-            help=p.get("help", ""),
-            min=p.get("min"),
-            max=p.get("max"),
-            choices=tuple(p["choices"]) if "choices" in p else None,
-            nullable=p.get("nullable", False),
-            length=p.get("length"),
-        )
-    profiles = {}
-    for pname, prof in raw["profiles"].items():
-        values = prof["values"]
-        missing = set(params) - set(values)
-        extra = set(values) - set(params)
-        if missing or extra:
-            raise ValueError(f"{name}/profile.yaml: profile {pname} missing {sorted(missing)} / unknown {sorted(extra)}")
-        profiles[pname] = Profile(pname, prof.get("cost", "?"), prof.get("description", ""), values)
-    return ExperimentSpec(
-        name=name,
-        title=raw["title"],
-        paper=raw.get("paper", ""),
-        notebook=raw["notebook"],
-        module=f"{PACKAGE}.{name}.experiment",
-        default_profile=raw.get("default_profile", "smoke"),
-        params=params,
-        profiles=profiles,
-    )
+def format_value(value: Any) -> str:
+    """A parameter's value as ``-p name=VALUE`` takes it (``1,2``, ``null``, ``true``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(format_value(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _build(name: str, raw: Any) -> ExperimentSpec:
+    """An :class:`ExperimentSpec` from a parsed ``profile.yaml``; a malformed file is one line naming it and the
+    entry."""
+    where = f"{name}/profile.yaml"
+    try:
+        doc = ProfileFile.model_validate(raw)
+    except ValidationError as err:
+        raise ParameterError(one_line(err, where)) from None
+    params = {pname: ParamSpec(name=pname, type=p.type, help=p.help, min=p.min, max=p.max,
+                               choices=tuple(p.choices) if p.choices is not None else None,
+                               nullable=p.nullable, length=p.length)
+              for pname, p in doc.parameters.items()}
+    spec = ExperimentSpec(name=name, title=doc.title, paper=doc.paper, notebook=doc.notebook,
+                          module=f"{PACKAGE}.{name}.experiment", default_profile=doc.default_profile,
+                          params=params, profiles={}, defaults=dict(doc.defaults))
+    spec.check_names(doc.defaults, f"{where}: defaults: ")
+    for pname, value in doc.defaults.items():
+        try:
+            params[pname].validate(value)
+        except ParameterError as err:
+            raise ParameterError(f"{where}: defaults: {err}") from None
+    for pname, prof in doc.profiles.items():
+        spec.check_names(prof.values, f"{where}: profile {pname}: ")
+        values = {**doc.defaults, **prof.values}
+        missing = [p for p in params if p not in values]
+        if missing:
+            raise ParameterError(f"{where}: profile {pname}: no value for {', '.join(missing)} (give it in defaults)")
+        try:
+            checked = spec.validate(values)
+        except ParameterError as err:
+            raise ParameterError(f"{where}: profile {pname}: {err}") from None
+        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, checked, dict(prof.values))
+    if spec.default_profile not in spec.profiles:
+        raise ParameterError(f"{where}: default_profile {spec.default_profile!r} is not one of "
+                             f"{', '.join(spec.profiles)}")
+    return spec
 
 
 PACKAGE = "repro.experiments"  # one folder per experiment: <name>/profile.yaml, claims.yaml, experiment.py
@@ -233,7 +338,10 @@ def experiments() -> dict[str, ExperimentSpec]:
     specs = []
     for folder in resources.files(PACKAGE).iterdir():
         if folder.is_dir() and folder.joinpath("profile.yaml").is_file():
-            raw = yaml.safe_load(folder.joinpath("profile.yaml").read_text(encoding="utf-8"))
+            try:
+                raw = yaml.safe_load(folder.joinpath("profile.yaml").read_text(encoding="utf-8"))
+            except yaml.YAMLError as exc:
+                raise ParameterError(f"{folder.name}/profile.yaml: not YAML ({' '.join(str(exc).split())})") from None
             specs.append(_build(folder.name, raw))
     specs.sort(key=lambda s: s.notebook)
     return {s.name: s for s in specs}

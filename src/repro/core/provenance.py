@@ -42,7 +42,8 @@ def git_commit(root: Path | None = None) -> dict:
             ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True,
+            timeout=10
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
@@ -87,7 +88,8 @@ def _tensorflow_gpus() -> list[dict]:
             details = tf.config.experimental.get_device_details(dev)
         except Exception:  # noqa: BLE001 - details are optional
             details = {}
-        out.append({"name": dev.name, "model": details.get("device_name"), "compute_capability": details.get("compute_capability")})
+        out.append({"name": dev.name, "model": details.get("device_name"),
+                    "compute_capability": details.get("compute_capability")})
     return out
 
 

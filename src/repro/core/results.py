@@ -117,7 +117,8 @@ def finished_runs(experiment: str, profile: str, root: Path | None = None) -> li
     base = experiment_dir(experiment, profile, root)
     if not base.is_dir():
         return []
-    runs = [p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / "provenance.json").is_file()]
+    runs = [p for p in base.iterdir()
+            if p.is_dir() and not p.name.startswith(".") and (p / "provenance.json").is_file()]
     return sorted(runs, key=lambda p: p.name)
 
 

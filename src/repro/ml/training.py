@@ -25,10 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.core.errors import ReproError
 from repro.core.results import csv_text
 from repro.ml.data import Dataset
 
-HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "train_time_s"]
+HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s",
+                   "train_time_s"]
 
 
 THREAD_ENV = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "MKL_NUM_THREADS",
@@ -40,9 +42,12 @@ STOP_AFTER_ENV = "REPRO_STOP_AFTER_EPOCHS"  # stop the same way after this many 
 _EPOCHS_DONE = [0]  # epochs trained in this process by checkpointed training (fit, fused.fit_many)
 
 
-class DeadlineReached(RuntimeError):
+class DeadlineReached(ReproError, RuntimeError):
     """Checkpointed training stopped before an epoch at ``REPRO_DEADLINE`` (or after
     ``REPRO_STOP_AFTER_EPOCHS``); its checkpoints are written, and a rerun resumes from them."""
+
+    exit_code = 3  # not a failure: `repro` exits 3 and a rerun resumes
+    lead = "stopped at the deadline"
 
 
 def stop_reason(next_epoch_s: float) -> str | None:

@@ -132,7 +132,8 @@ def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTab
     """Every configuration x provider: t_sum of formula (1), billed seconds, cost (mean and sd over runs).
 
     The instance for k cores and g GPUs is the provider's cheapest with at least k cores and
-    exactly g GPUs of the run's model ``gpu_model`` (:meth:`PriceTable.cheapest`). Extrapolated configurations use the Amdahl time plus the measured mean
+    exactly g GPUs of the run's model ``gpu_model`` (:meth:`PriceTable.cheapest`). Extrapolated configurations
+    use the Amdahl time plus the measured mean
     overhead of the network; they are marked ``kind = extrapolation (Amdahl)``.
     """
     assumed = prices.assumed_seconds()
@@ -229,17 +230,19 @@ def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: _cost.Pri
             # spread evenly over epochs
             fit_other = (r["t_learn_s"] - r["t_epochs_train_s"]) / max(1, len(h))
             t = fixed + float(upto["epoch_time_s"].sum() + upto["eval_time_s"].sum()) + fit_other * epoch + assumed
-        per_run.append({"network": r["network"], "device": r["device"], "cores": int(r["cores"]), "gpus": int(r["gpus"]),
-                        "target_accuracy": target, "epoch_reached": epoch, "t_sum_s": t})
+        per_run.append({"network": r["network"], "device": r["device"], "cores": int(r["cores"]),
+                        "gpus": int(r["gpus"]), "target_accuracy": target, "epoch_reached": epoch, "t_sum_s": t})
     pr = pd.DataFrame(per_run)
     rows = []
-    for (net, dev, k, g, target), grp in pr.groupby(["network", "device", "cores", "gpus", "target_accuracy"], sort=True):
+    for (net, dev, k, g, target), grp in pr.groupby(["network", "device", "cores", "gpus", "target_accuracy"],
+                                                    sort=True):
         reached = grp.dropna(subset=["t_sum_s"])
         for prov in prices.providers.itertuples():
             inst = prices.cheapest(prov.provider, k, g, gpu_model)
             if inst is None:
                 continue
-            costs = [_cost.cost(t, inst["price_per_hour"], prov.billing_step_s, prov.minimum_s) for t in reached["t_sum_s"]]
+            costs = [_cost.cost(t, inst["price_per_hour"], prov.billing_step_s, prov.minimum_s)
+                     for t in reached["t_sum_s"]]
             rows.append({"network": net, "device": dev, "cores": k, "gpus": g, "target_accuracy": target,
                          "runs": len(grp), "runs_reaching": len(reached),
                          "epochs_to_target_mean": reached["epoch_reached"].mean() if len(reached) else float("nan"),

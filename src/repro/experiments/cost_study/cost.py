@@ -30,9 +30,13 @@ import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
 import pandas as pd
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from repro.core.errors import ReproError
 
 #: Billing steps the paper names, in seconds (Google Cloud 10 min, Azure 1 min, local 10 min to 1 h).
 PAPER_BILLING_STEPS_S = {"google_cloud": 600, "azure": 60, "local_min": 600, "local_max": 3600}
@@ -49,12 +53,14 @@ FORMULA_1 = [
     ("poweroff", False, "OS shutdown"),
 ]
 
-_PROVIDER_KEYS = {"billing_step_s", "minimum_s", "source"}
-_INSTANCE_KEYS = {"provider", "instance", "cpu_cores", "gpus", "memory_gb", "price_per_hour", "source"}
-_PHASE_KEYS = {"phase", "seconds", "source"}
+# the price table's columns, in order (as load_prices hands them on)
+_PROVIDER_COLUMNS = ("billing_step_s", "minimum_s", "source", "note")
+_INSTANCE_COLUMNS = ("provider", "instance", "cpu_cores", "gpus", "gpu_model", "memory_gb", "price_per_hour",
+                     "source", "note")
+_PHASE_COLUMNS = ("phase", "seconds", "source", "note")
 
 
-class PriceTableError(ValueError):
+class PriceTableError(ReproError, ValueError):
     """Bad cost input: a malformed price table, an unknown provider or instance, a negative time."""
 
 
@@ -136,28 +142,109 @@ def default_price_path() -> str:
     return str(resources.files(__package__).joinpath("prices.yaml"))
 
 
-def _number(where: str, key: str, value, *, integer: bool = False, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PriceTableError(f"{where}: '{key}' must be a number, got {value!r}")
-    if integer and float(value) != int(value):
-        raise PriceTableError(f"{where}: '{key}' must be a whole number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise PriceTableError(f"{where}: '{key}' must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return value
+def _number(*, integer: bool = False, positive: bool = False):
+    """A finite number of the price table (a whole one with ``integer``, > 0 with ``positive``, else >= 0)."""
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"must be a number, got {value!r}")
+        if integer and float(value) != int(value):
+            raise ValueError(f"must be a whole number, got {value!r}")
+        if value < 0 or (positive and value == 0):
+            raise ValueError(f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        return int(value) if integer else float(value)
+    return Annotated[int if integer else float, BeforeValidator(check)]
 
 
-def _need(where: str, entry, keys: set) -> None:
-    if not isinstance(entry, dict):
-        raise PriceTableError(f"{where}: expected a mapping, got {type(entry).__name__}")
-    missing = sorted(keys - set(entry))
+def _sourced(value):
+    if not str(value or "").strip():
+        raise ValueError("is empty (give a URL or 'illustrative')")
+    return str(value)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: Annotated[str, BeforeValidator(_sourced)]
+    note: Annotated[str, BeforeValidator(str)] = ""
+
+
+class ProviderSpec(_Entry):
+    """A provider's billing rule: billed seconds = ceil(max(t, minimum_s) / billing_step_s) * billing_step_s."""
+
+    billing_step_s: _number(positive=True)
+    minimum_s: _number()
+
+
+class InstanceSpec(_Entry):
+    """One instance type and its price per hour."""
+
+    provider: Annotated[str, BeforeValidator(str)]
+    instance: Annotated[str, BeforeValidator(str)]
+    cpu_cores: _number(integer=True, positive=True)
+    gpus: _number(integer=True)
+    gpu_model: Annotated[str, BeforeValidator(lambda v: str(v or ""))] = ""
+    memory_gb: _number()
+    price_per_hour: _number()
+
+
+def _cloud_only(phase):
+    allowed = sorted(p for p, measured, _ in FORMULA_1 if not measured)
+    if phase not in allowed:
+        raise ValueError(f"phase {phase!r} is not a cloud-only phase ({', '.join(allowed)})")
+    return phase
+
+
+class PhaseSpec(_Entry):
+    """A cloud-only term of formula (1), in seconds."""
+
+    phase: Annotated[str, BeforeValidator(_cloud_only)]
+    seconds: _number()
+
+
+class PriceFile(BaseModel):
+    """A whole price table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    currency: Annotated[str, BeforeValidator(str)]
+    providers: dict[str, ProviderSpec] = Field(min_length=1)
+    instances: list[InstanceSpec] = Field(min_length=1)
+    assumed_phases: list[PhaseSpec]
+
+
+_SECTIONS = {"providers": "provider", "instances": "instance", "assumed_phases": "assumed phase"}
+
+
+def _price_error(err: ValidationError, raw: dict, path: str) -> PriceTableError:
+    """pydantic's errors about a price table as one line naming the file and the entry."""
+    errors = err.errors()
+    first = errors[0]
+    loc, name = first["loc"], Path(path).name
+    if not loc:
+        return PriceTableError(f"price table {path}: expected a mapping with {', '.join(PriceFile.model_fields)}")
+    if len(loc) == 1:
+        what = {"missing": f"missing '{loc[0]}'", "extra_forbidden": f"unknown field '{loc[0]}'"}.get(
+            first["type"], f"'{loc[0]}' must be a non-empty {'mapping' if loc[0] == 'providers' else 'list'}")
+        return PriceTableError(f"price table {path}: {what}")
+    section, key = loc[0], loc[1]
+    where = (f"{name}: {_SECTIONS[section]} '{key}'" if section == "providers"
+             else f"{name}: {_SECTIONS[section]} #{key + 1}")
+    entry = raw[section][key]
+    if section == "instances" and isinstance(entry, dict) and "instance" in entry:
+        where = f"{name}: instance '{entry['instance']}'"
+    if len(loc) == 2:
+        return PriceTableError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    missing = sorted(str(e["loc"][2]) for e in errors if e["type"] == "missing" and e["loc"][:2] == loc[:2])
     if missing:
-        raise PriceTableError(f"{where}: missing {', '.join(missing)}")
-    if not str(entry.get("source") or "").strip():
-        raise PriceTableError(f"{where}: 'source' is empty (give a URL or 'illustrative')")
+        return PriceTableError(f"{where}: missing {', '.join(missing)}")
+    if first["type"] == "extra_forbidden":
+        return PriceTableError(f"{where}: unknown field '{loc[2]}'")
+    msg = first["msg"].removeprefix("Value error, ")
+    return PriceTableError(f"{where}: {msg}" if msg.startswith("phase ") else f"{where}: '{loc[2]}' {msg}")
 
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
-    """Read and validate a price table (YAML, schema in ``prices.yaml`` of this folder).
+    """Read and validate a price table (YAML, schema in ``prices.yaml`` of this folder, :class:`PriceFile`).
 
     Raises :class:`PriceTableError` with one line naming the file and the bad entry.
     """
@@ -170,58 +257,26 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     except (OSError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PriceTableError(f"price table {path} cannot be read: {first}") from None
-    if not isinstance(raw, dict):
-        raise PriceTableError(f"price table {path}: expected a mapping with currency, providers, instances, assumed_phases")
-    for key in ("currency", "providers", "instances", "assumed_phases"):
-        if key not in raw:
-            raise PriceTableError(f"price table {path}: missing '{key}'")
-    if not isinstance(raw["providers"], dict) or not raw["providers"]:
-        raise PriceTableError(f"price table {path}: 'providers' must be a non-empty mapping name -> billing rule")
-    providers = []
-    for pname, entry in raw["providers"].items():
-        where = f"{name}: provider '{pname}'"
-        _need(where, entry, _PROVIDER_KEYS)
-        providers.append({
-            "provider": str(pname),
-            "billing_step_s": float(_number(where, "billing_step_s", entry["billing_step_s"], positive=True)),
-            "minimum_s": float(_number(where, "minimum_s", entry["minimum_s"])),
-            "source": str(entry["source"]), "note": str(entry.get("note", "")),
-        })
-    known = {p["provider"] for p in providers}
-    if not isinstance(raw["instances"], list) or not raw["instances"]:
-        raise PriceTableError(f"price table {path}: 'instances' must be a non-empty list")
+    try:
+        table = PriceFile.model_validate(raw)
+    except ValidationError as err:
+        raise _price_error(err, raw, path) from None
     instances, seen = [], set()
-    for i, entry in enumerate(raw["instances"]):
-        where = f"{name}: instance #{i + 1}"
-        _need(where, entry, _INSTANCE_KEYS)
-        where = f"{name}: instance '{entry['instance']}'"
-        if entry["provider"] not in known:
-            raise PriceTableError(f"{where}: unknown provider '{entry['provider']}' (providers: {', '.join(sorted(known))})")
-        key = (entry["provider"], str(entry["instance"]))
-        if key in seen:
-            raise PriceTableError(f"{where}: listed twice for provider '{entry['provider']}'")
-        seen.add(key)
-        instances.append({
-            "provider": str(entry["provider"]), "instance": str(entry["instance"]),
-            "cpu_cores": int(_number(where, "cpu_cores", entry["cpu_cores"], integer=True, positive=True)),
-            "gpus": int(_number(where, "gpus", entry["gpus"], integer=True)),
-            "gpu_model": str(entry.get("gpu_model") or ""),
-            "memory_gb": float(_number(where, "memory_gb", entry["memory_gb"])),
-            "price_per_hour": float(_number(where, "price_per_hour", entry["price_per_hour"])),
-            "source": str(entry["source"]), "note": str(entry.get("note", "")),
-        })
-    if not isinstance(raw["assumed_phases"], list):
-        raise PriceTableError(f"price table {path}: 'assumed_phases' must be a list")
-    phases = []
-    allowed = {p for p, measured, _ in FORMULA_1 if not measured}
-    for i, entry in enumerate(raw["assumed_phases"]):
-        where = f"{name}: assumed phase #{i + 1}"
-        _need(where, entry, _PHASE_KEYS)
-        if entry["phase"] not in allowed:
-            raise PriceTableError(f"{where}: phase '{entry['phase']}' is not a cloud-only phase ({', '.join(sorted(allowed))})")
-        phases.append({"phase": entry["phase"], "seconds": float(_number(where, "seconds", entry["seconds"])),
-                       "source": str(entry["source"]), "note": str(entry.get("note", ""))})
-    return PriceTable(str(raw["currency"]), pd.DataFrame(providers), pd.DataFrame(instances), pd.DataFrame(phases), path)
+    for entry in table.instances:
+        where = f"{name}: instance '{entry.instance}'"
+        if entry.provider not in table.providers:
+            raise PriceTableError(f"{where}: unknown provider '{entry.provider}' "
+                                  f"(providers: {', '.join(sorted(table.providers))})")
+        if (entry.provider, entry.instance) in seen:
+            raise PriceTableError(f"{where}: listed twice for provider '{entry.provider}'")
+        seen.add((entry.provider, entry.instance))
+        instances.append(entry.model_dump(include=set(_INSTANCE_COLUMNS)))
+    providers = [{"provider": str(p), **e.model_dump(include=set(_PROVIDER_COLUMNS))}
+                 for p, e in table.providers.items()]
+    phases = [e.model_dump(include=set(_PHASE_COLUMNS)) for e in table.assumed_phases]
+    return PriceTable(table.currency, pd.DataFrame(providers, columns=["provider", *_PROVIDER_COLUMNS]),
+                      pd.DataFrame(instances, columns=list(_INSTANCE_COLUMNS)),
+                      pd.DataFrame(phases, columns=list(_PHASE_COLUMNS)), path)
 
 
 def formula_table(prices: PriceTable, measured: dict[str, float] | None = None) -> pd.DataFrame:
@@ -234,7 +289,8 @@ def formula_table(prices: PriceTable, measured: dict[str, float] | None = None) 
                          "kind": "measured here", "source": "this run"})
         elif phase in assumed.index:
             rows.append({"term": f"t_{phase}", "what": what, "seconds": float(assumed.loc[phase, "seconds"]),
-                         "kind": "assumption", "source": f"{assumed.loc[phase, 'source']}: {assumed.loc[phase, 'note']}"})
+                         "kind": "assumption",
+                         "source": f"{assumed.loc[phase, 'source']}: {assumed.loc[phase, 'note']}"})
         else:
             rows.append({"term": f"t_{phase}", "what": what, "seconds": 0.0, "kind": "assumption (not in table: 0)",
                          "source": prices.path})
@@ -303,7 +359,9 @@ def add_cli(subparsers) -> None:
     )
     p.add_argument("--seconds", required=True, metavar="T", help="run time in seconds (t_sum of formula (1))")
     p.add_argument("--price-per-hour", metavar="P", help="instance price per hour (currency of your choice)")
-    p.add_argument("--billing-step", metavar="S", help="billing step in seconds (Google 2017: 60 after a 600 s minimum; Azure: 60; local: 600-3600)")
+    p.add_argument("--billing-step", metavar="S",
+                   help="billing step in seconds (Google 2017: 60 after a 600 s minimum; Azure: 60; "
+                        "local: 600-3600)")
     p.add_argument("--minimum", metavar="M", help="minimum billed seconds (default 0, or the provider's)")
     p.add_argument("--provider", help="take the billing step/minimum of this provider from the price table")
     p.add_argument("--instance", help="take the price of this instance of --provider from the price table")

@@ -3,7 +3,8 @@
 ``run(profile, overrides, run_dir)`` trains the paper's MNIST and CIFAR-10 networks once per
 configuration (network, k CPU cores or g GPUs, repetition), each in its own process pinned
 to k cores before Keras's backend (TensorFlow, JAX: ``KERAS_BACKEND``) starts
-(:mod:`repro.experiments.cost_study.sweep`, the child's work in :mod:`~repro.experiments.cost_study.child`), samples the process's resources every second, and prices
+(:mod:`repro.experiments.cost_study.sweep`, the child's work in :mod:`~repro.experiments.cost_study.child`),
+samples the process's resources every second, and prices
 every configuration with the billing model of :mod:`repro.experiments.cost_study.cost`
 (analysis: :mod:`~repro.experiments.cost_study.analysis`; claims: ``claims.yaml`` and
 :mod:`~repro.experiments.cost_study.verdicts`; figures: :mod:`~repro.experiments.cost_study.figures`).
@@ -205,7 +206,8 @@ def glue_numbers(result: Result) -> None:
         fit = fits.get(net, {})
         serial, se = fit.get("serial_fraction"), fit.get("serial_fraction_se")
         glue(f"cost_{short}_serial", float("nan") if serial is None else serial)
-        glue(f"cost_{short}_serial_se", f"± {se:.2f}" if se is not None else "(exact fit: no spare runs for an uncertainty)")
+        glue(f"cost_{short}_serial_se",
+             f"± {se:.2f}" if se is not None else "(exact fit: no spare runs for an uncertainty)")
         o = opt[(opt["network"] == net) & (opt["provider"] == p["reference_provider"]) & (opt["among"] == "measured")]
         glue(f"cost_{short}_opt_cores", int(o["cores"].iloc[0]) if len(o) else "-")
     glue("cost_max_cores", int(result["runs"]["cores"].max()))

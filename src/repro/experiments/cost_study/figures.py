@@ -29,7 +29,8 @@ def plot_time_vs_cores(result: Result):
 
     plots.style()
     runs = result["runs"]
-    long = runs[runs["device"] == "cpu"].melt(id_vars=["network", "cores", "rep"], value_vars=["t_learn_s", "t_measured_s"],
+    long = runs[runs["device"] == "cpu"].melt(id_vars=["network", "cores", "rep"],
+                                               value_vars=["t_learn_s", "t_measured_s"],
                                                var_name="time", value_name="seconds")
     long["time"] = long["time"].map({"t_learn_s": "training (t_learn)", "t_measured_s": "all measured phases"})
     grid = sns.catplot(data=long, x="cores", y="seconds", hue="time", col="network", kind="point", errorbar="sd",

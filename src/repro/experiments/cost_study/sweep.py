@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,8 @@ import time
 from pathlib import Path
 
 from repro.core import atomic
+from repro.core.errors import ReproError
+from repro.core.procs import stop_group
 
 
 def _thread_env(cores: int, environ: dict | None = None) -> dict:
@@ -53,7 +54,7 @@ SAMPLE_COLUMNS = [
 ]
 
 
-class ChildFailed(RuntimeError):
+class ChildFailed(ReproError, RuntimeError):
     """A sweep child exited non-zero, timed out or wrote no result (one line: which and why)."""
 
 
@@ -228,30 +229,6 @@ def write_samples(path: str | Path, rows: list[dict]) -> None:
 # ---------------------------------------------------------------------------------------------
 # running a child (parent side)
 
-def _kill_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
-    """Terminate the child's process group, kill it if it lingers, and wait (no zombies)."""
-    if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    else:
-        try:  # the leader is gone; take any grandchildren with it
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def run_child(task: dict, cores: list[int], *, timeout: float = 3600.0, sample_interval: float | None = 1.0,
               samples_path: str | Path | None = None, log_path: str | Path | None = None,
               env: dict | None = None) -> dict:
@@ -295,7 +272,7 @@ def run_child(task: dict, cores: list[int], *, timeout: float = 3600.0, sample_i
         result["interpreter_start_s"] = max(0.0, result.pop("entered_at") - t_spawn)
     finally:  # always: reap the whole process group, stop the sampler, remove the scratch directory
         if proc is not None:
-            _kill_group(proc)
+            stop_group([proc], 5.0, group=True, kill_wait_s=20.0)  # SIGTERM, SIGKILL after 5 s, grandchildren too
         if sampler is not None:
             sampler.stop()
         if log_path:

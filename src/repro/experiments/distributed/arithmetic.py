@@ -62,7 +62,8 @@ def ratios(throughput: pd.DataFrame) -> pd.DataFrame:
     out = wide.reset_index()[["model", "workers"]].copy()
     for name, num, den in (("ring_over_ps_sync", "ring", "ps_sync"), ("ring_over_ps_async", "ring", "ps_async"),
                            ("ps_async_over_ps_sync", "ps_async", "ps_sync"),
-                           ("horovod_over_ps_sync", "horovod", "ps_sync"), ("horovod_over_ps_async", "horovod", "ps_async"),
+                           ("horovod_over_ps_sync", "horovod", "ps_sync"),
+                           ("horovod_over_ps_async", "horovod", "ps_async"),
                            ("horovod_over_ring", "horovod", "ring")):
         out[name] = (wide[num] / wide[den]).to_numpy() if num in wide and den in wide else float("nan")
     return out
@@ -108,7 +109,7 @@ def table1(audit_models: Sequence[str], num_classes: int = 1000) -> pd.DataFrame
 
     No verdict column: the experiment adds the claims' verdicts."""
     rows = []
-    models = [m for m in audit_models if m != "none"]
+    models = [m for m in audit_models or () if m != "none"]
     for model in AUDITED:
         ref = TABLE1.get(model)
         row = {"model": model, "paper_model": ref or "–", "input_size": PAPER_SIZE[model],

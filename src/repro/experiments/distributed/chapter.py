@@ -37,7 +37,8 @@ def plot_throughput(result: Result, table: str = "throughput"):
 
 
 def plot_efficiency(result: Result, table: str = "scaling"):
-    """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling; ``table`` as :func:`plot_throughput`)."""
+    """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling; ``table`` as
+    :func:`plot_throughput`)."""
     import seaborn as sns
 
     style()
@@ -123,7 +124,7 @@ def _glue_emulated(result: Result) -> None:
     glue, p = report.glue, result.params
     keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology",
             "dist_emu_limits", "dist_emu_dilation_check")
-    if p.get("emulate", "none") == "none" or "emulated_throughput" not in result.tables:
+    if p.get("emulate") in (None, "none") or "emulated_throughput" not in result.tables:
         for key in keys:
             glue(key, NOT_EMULATED)
         return
@@ -162,8 +163,8 @@ def limits_text(lim) -> str:
     ps = lim[lim["method"] == "ps_sync"]["dilation"]
     return (f"the most workers whose model copies fit in this machine's memory: {most}; a ring of "
             f"{int(top['workers'].iloc[0])} needs dilation {top['dilation'].iloc[0]:g}, "
-            f"{top['minutes_warmup_and_step'].min():.0f}-{top['minutes_warmup_and_step'].max():.0f} min per model for one "
-            f"warm-up and one timed step, while the PS link needs {ps.max():g} at any N")
+            f"{top['minutes_warmup_and_step'].min():.0f}-{top['minutes_warmup_and_step'].max():.0f} min per model "
+            f"for one warm-up and one timed step, while the PS link needs {ps.max():g} at any N")
 
 
 def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:

@@ -28,8 +28,8 @@ PS_BYTES = "ps_extra_data"
 MODEL_FINDINGS = ("model_horovod", "model_ring_scaling", "model_vgg_worst", "model_ps_efficiency")
 # the paper's Table 2: PS to 10 processes, Horovod to 20 (and one process, the base of scaling efficiency)
 PAPER_PROCESSES = {"horovod": (1, 2, 4, 6, 8, 10, 12, 16, 20), "ps_sync": (1, 2, 4, 6, 8, 10)}
-FAULT_COLUMNS = ["trial", "method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost", "updates",
-                 "error", "seconds", "orphans"]
+FAULT_COLUMNS = ["trial", "method", "workers", "model", "killed", "outcome", "scheduled", "completed", "lost",
+                 "updates", "error", "seconds", "orphans"]
 
 
 def horovod_available() -> bool:

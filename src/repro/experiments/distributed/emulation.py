@@ -33,14 +33,14 @@ from repro.experiments.distributed import runs
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
 from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED, horovod_available
 
-CHECK_TOLERANCE = 0.05
+CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
 
 
 def check(p: dict) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p["emulate"], p["emulate_models"])
-    if p["emulate"] == "none" or not p.get("dilation_check"):
+    if p["emulate"] is None or not p.get("dilation_check"):
         return
     extra = [m for m in p["dilation_check_models"] if m not in p["emulate_models"]]
     if extra:

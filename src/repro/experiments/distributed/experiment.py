@@ -80,7 +80,8 @@ class Inputs:
 def _dataset_info(p: dict, models: list[dict]) -> dict:
     shape = (models[0]["image_size"],) * 2 + (3,)
     info = _data.synthetic(shape, 0, p["num_classes"], p["seed"]).info
-    info.update(source="tf.random.stateless_uniform on each worker (one fixed batch per worker, tf_cnn_benchmarks style)",
+    info.update(source=("tf.random.stateless_uniform on each worker (one fixed batch per worker, "
+                        "tf_cnn_benchmarks style)"),
                 stand_in_for="ImageNet (synthetic, as in the paper)", n_train=p["batch_size"],
                 shape=[[m["image_size"], m["image_size"], 3] for m in models])
     return info
@@ -119,7 +120,8 @@ class Distributed(harness.Experiment):
         if inputs.horovod_missing:
             run.note("horovod", HOROVOD_NOT_INSTALLED)
         elif "horovod" in p["methods"]:
-            run.note("horovod", f"horovod {version('horovod')} (Gloo controller, CPU operations; tools/install_horovod.sh)")
+            run.note("horovod",
+                     f"horovod {version('horovod')} (Gloo controller, CPU operations; tools/install_horovod.sh)")
         throughput, per_worker = _grid(run, p, inputs.horovod_missing)
         tables = {"throughput": throughput, "per_worker": per_worker, "scaling": scaling_efficiency(throughput),
                   "ratios": ratios(throughput), "table1": table1(p["audit_models"], 1000)}

@@ -47,7 +47,7 @@ def validation(tables: dict, p: dict) -> pd.DataFrame | None:
     where the run has no emulated grid."""
     from repro.cluster import perfmodel
 
-    if p.get("emulate", "none") == "none" or "emulated_throughput" not in tables:
+    if p.get("emulate") in (None, "none") or "emulated_throughput" not in tables:
         return None
     return perfmodel.validate_table(tables["emulated_throughput"], int(p.get("ps", 1)))
 

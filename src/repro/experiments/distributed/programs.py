@@ -15,6 +15,9 @@ Each public function here runs inside a process of a local (or real) cluster sta
     (``assign_add``), ``coordinator.join()`` is the barrier, then ONE update with the average is
     applied on the PS and the accumulators are zeroed.
 
+  Both are :class:`repro.cluster.ps_trainer.PSTrainer`'s closures calling the model (async updates
+  through a Keras SGD optimizer, whose ``iterations`` the result reports).
+
 * :func:`horovod` -- every worker runs it: Horovod (Gloo, no MPI) with ``hvd.DistributedGradientTape``;
   worker 0 hosts the rendezvous server ``horovodrun`` would start, inside the cluster's private
   namespaces. On the emulated network each worker is its own Horovod host (local size 1).
@@ -33,6 +36,7 @@ import time
 
 from repro.cluster import context
 from repro.cluster.compute import wait_tensors, wait_then_zeros
+from repro.cluster.ps_trainer import PSTrainer, ps_strategy
 from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
 from repro.experiments.distributed.models import build_model, weights_digest
 from repro.ml.data import synthetic_batch
@@ -232,7 +236,8 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
         seconds = time.perf_counter() - t0
         _log_phases(f"horovod {m['name']}", phase, seconds)
         out.append({"model": m["name"], "image_size": m["image_size"], "task": ctx.task.name,
-                    "window": [w0, time.time()], "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds, "last_loss": last_loss,
+                    "window": [w0, time.time()], "warmup_steps": warmup_steps, "steps": steps, "seconds": seconds,
+                    "last_loss": last_loss,
                     "parameters": int(net.count_params()), **weights_digest(net),
                     "initial_weights_sha256": initial["weights_sha256"]})
     hvd.join()
@@ -245,98 +250,6 @@ def horovod(models: list[dict], batch_size: int, warmup_steps: int, steps: int, 
 # ----------------------------------------------------------------------------- parameter server
 
 
-class _PSTrainer:
-    """One model on a ParameterServerStrategy: async (apply on arrival) or sync (accumulate, barrier, one update)."""
-
-    def __init__(self, strategy, coordinator, net, loss_fn, learning_rate: float, mode: str,
-                 wait_s: float | None = None):
-        import keras
-        import tensorflow as tf
-
-        self.tf = tf
-        self.strategy, self.coordinator, self.net = strategy, coordinator, net
-        self.learning_rate, self.mode = learning_rate, mode
-        self.tvars = list(net.trainable_variables)
-        with strategy.scope():
-            # a per-worker step counter: lives on each worker, read with read_all()
-            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
-            if mode == "ps_sync":
-                self.accs = []
-                for v in self.tvars:
-                    with strategy.extended.colocate_vars_with(v.value):
-                        self.accs.append(tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False))
-            else:
-                self.opt = keras.optimizers.SGD(learning_rate=learning_rate)
-                self.opt.build(self.tvars)
-
-        def replica_fn(x, y, wait):
-            if wait_s is None:
-                with tf.GradientTape() as tape:
-                    loss = tf.reduce_mean(loss_fn(y, net(x, training=True)))
-                grads = tape.gradient(loss, self.tvars)
-            else:  # emulated: pull every weight to the worker, wait t_grad, push zeros of the real shapes
-                loss, grads = wait_then_zeros([tf.identity(v.value) for v in self.tvars], wait)
-            if mode == "ps_sync":
-                for a, g in zip(self.accs, grads):
-                    a.assign_add(g)  # on the PS; atomic per variable
-            else:
-                self.opt.apply_gradients(zip(grads, self.tvars))  # applied on the PS as it arrives
-            inc = self.counter.assign_add(1, read_value=False)
-            with tf.control_dependencies([inc]):
-                return tf.identity(loss)
-
-        @tf.function
-        def from_iterator(iterator, wait):
-            x, y = next(iterator)
-            return strategy.run(replica_fn, args=(x, y, wait))
-
-        @tf.function
-        def from_tensors(x, y, wait):
-            return strategy.run(replica_fn, args=(x, y, wait))
-
-        self.from_iterator, self.from_tensors = from_iterator, from_tensors
-        self.warm, self.wait = wait_tensors(wait_s)
-
-        if mode == "ps_sync":
-            @tf.function
-            def apply(scale):
-                for v, a in zip(self.tvars, self.accs):
-                    with tf.device(a.device):  # update computed on the PS, not on the coordinator
-                        v.value.assign_sub(a * tf.cast(scale, a.dtype))
-                        a.assign(tf.zeros_like(a))
-                return tf.constant(0)
-
-            self.apply = apply
-        self.scheduled = 0
-        self.updates = 0
-
-    def counts(self) -> list[int]:
-        import numpy as np
-
-        return [int(np.asarray(v)) for v in self.counter.read_all()]
-
-    def run_steps(self, n_steps: int, workers: int, args_list=None, iterator=None, warmup: bool = False) -> None:
-        """``n_steps`` steps: async = ``n_steps * workers`` independent updates; sync = ``n_steps`` aggregated ones
-        (``warmup``: an emulated worker waits 0, see :func:`repro.cluster.compute.wait_tensors`)."""
-        tf = self.tf
-        wait = self.warm if warmup else self.wait
-        for _ in range(n_steps):
-            batches = args_list if args_list is not None else [None] * workers
-            for args in batches:
-                if args is None:
-                    self.coordinator.schedule(self.from_iterator, args=(iterator, wait))
-                else:
-                    self.coordinator.schedule(self.from_tensors, args=(*args, wait))
-                self.scheduled += 1
-            if self.mode == "ps_sync":
-                self.coordinator.join()  # barrier: every gradient of this step is in the accumulators
-                self.apply(tf.constant(self.learning_rate / len(batches))).numpy()  # ONE update: lr * mean gradient
-                self.updates += 1
-        self.coordinator.join()
-        if self.mode != "ps_sync":
-            self.updates = self.scheduled
-
-
 def _dataset_fn(batch_size: int, image_size: int, num_classes: int, seed: int):
     def dataset_fn():
         import tensorflow as tf
@@ -345,15 +258,6 @@ def _dataset_fn(batch_size: int, image_size: int, num_classes: int, seed: int):
         return tf.data.Dataset.from_tensors((x, y)).repeat()
 
     return dataset_fn
-
-
-def _ps_strategy():
-    import tensorflow as tf
-
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    return strategy, coordinator
 
 
 def parameter_server(method: str, models: list[dict], batch_size: int, warmup_steps: int, steps: int,
@@ -366,27 +270,27 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
         raise ValueError(f"method must be ps_async or ps_sync, got {method!r}")
     ctx = context()
     n = ctx.spec.count("worker")
-    strategy, coordinator = _ps_strategy()
+    strategy, coordinator = ps_strategy()
     out = []
     for m in models:
         phase = {"start": time.perf_counter()}
         with strategy.scope():
             keras.utils.set_random_seed(seed)
             net = build_model(m["name"], m["image_size"], num_classes)
-        trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
-                             learning_rate, method, wait_s=_wait(emulate, m["name"]))
+        trainer = PSTrainer(strategy, coordinator, net, learning_rate, sync=method == "ps_sync",
+                            optimizer=True, wait_s=_wait(emulate, m["name"]))
         phase["build"] = time.perf_counter()
         dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
         phase["datasets"] = time.perf_counter()
         print(f"[distributed] {method} {m['name']}: {warmup_steps} warm-up steps", flush=True)
-        trainer.run_steps(warmup_steps, n, iterator=iterator, warmup=True)
+        trainer.run(warmup_steps, n, iterator, warmup=True)
         phase["warmup"] = time.perf_counter()
         before = trainer.counts()
         print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
         scheduled0, updates0 = trainer.scheduled, trainer.updates
         t0, w0 = time.perf_counter(), time.time()
-        trainer.run_steps(steps, n, iterator=iterator)
+        trainer.run(steps, n, iterator)
         seconds = time.perf_counter() - t0
         window = [w0, time.time()]
         _log_phases(f"{method} {m['name']}", phase, seconds)
@@ -426,25 +330,22 @@ def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rat
 
     ctx = context()
     n = ctx.spec.count("worker")
-    strategy, coordinator = _ps_strategy()
+    strategy, coordinator = ps_strategy()
     with strategy.scope():
         keras.utils.set_random_seed(seed)
         net = build_model(model["name"], model["image_size"], num_classes)
-    trainer = _PSTrainer(strategy, coordinator, net, keras.losses.sparse_categorical_crossentropy,
-                         learning_rate, method)
+    trainer = PSTrainer(strategy, coordinator, net, learning_rate, sync=method == "ps_sync", optimizer=True)
     iterator = iter(coordinator.create_per_worker_dataset(
         _dataset_fn(batch_size, model["image_size"], num_classes, seed * 1000 + 1)))
     remote = []
     t0 = time.perf_counter()
     for _ in range(steps):
         for _ in range(n):
-            remote.append(coordinator.schedule(trainer.from_iterator, args=(iterator, trainer.wait)))
+            remote.append(trainer.schedule(iterator))
             if len(remote) == kill_after:
                 _kill("worker:1")
-        if method == "ps_sync":  # barrier, then ONE update with the mean gradient, as run_steps does
-            coordinator.join()
-            trainer.apply(trainer.tf.constant(learning_rate / n)).numpy()
-            trainer.updates += 1
+        if method == "ps_sync":  # barrier, then ONE update with the mean gradient, as PSTrainer.run does
+            trainer.update(n)
     coordinator.join()
     seconds = time.perf_counter() - t0
     completed = 0
@@ -472,16 +373,15 @@ def sync_probe(batches: list[list], initial_weights: list[float], learning_rate:
     import numpy as np
     import tensorflow as tf
 
-    ctx = context()
-    strategy, coordinator = _ps_strategy()
+    strategy, coordinator = ps_strategy()
     w0 = np.asarray(initial_weights, dtype="float32").reshape(-1, 1)
     with strategy.scope():
-        net = keras.Sequential([keras.Input(shape=(w0.shape[0],)),
-                                keras.layers.Dense(1, use_bias=False, kernel_initializer=keras.initializers.Constant(w0))])
-    trainer = _PSTrainer(strategy, coordinator, net, lambda y, p: tf.square(tf.reshape(p, [-1]) - y),
-                         learning_rate, "ps_sync")
+        dense = keras.layers.Dense(1, use_bias=False, kernel_initializer=keras.initializers.Constant(w0))
+        net = keras.Sequential([keras.Input(shape=(w0.shape[0],)), dense])
+    trainer = PSTrainer(strategy, coordinator, net, learning_rate, sync=True,
+                        loss_fn=lambda y, p: tf.square(tf.reshape(p, [-1]) - y))
     args = [(tf.constant(np.asarray(x, "float32")), tf.constant(np.asarray(y, "float32"))) for x, y in batches]
     before = net.trainable_variables[0].numpy().ravel().tolist()
-    trainer.run_steps(1, ctx.spec.count("worker"), args_list=args)
+    trainer.run(1, len(args), batches=args)
     return {"before": before, "after": net.trainable_variables[0].numpy().ravel().tolist(),
             "counts": trainer.counts(), "updates": trainer.updates, "scheduled": trainer.scheduled}

@@ -35,7 +35,8 @@ def model_specs(p: dict) -> list[dict]:
     for m in p["models"]:
         size = p["image_size"] or PAPER_SIZE[m]
         if size < MIN_SIZE[m]:
-            raise ParameterError(f"parameter 'image_size': model {m} needs images of at least {MIN_SIZE[m]} px, got {size}")
+            raise ParameterError(f"parameter 'image_size': model {m} needs images of at least {MIN_SIZE[m]} px, "
+                                 f"got {size}")
         specs.append({"name": m, "image_size": size})
     return specs
 
@@ -43,7 +44,7 @@ def model_specs(p: dict) -> list[dict]:
 def check_sweep(p: dict) -> None:
     """One-line errors for the sweep parameters, before anything runs."""
     bws = p["sweep_bandwidths"]
-    if bws == ["none"]:
+    if bws is None:
         return
     for bw in bws:
         rate_bits(bw)
@@ -138,7 +139,8 @@ def _fault_jobs(p: dict, m: dict) -> list[tuple[str, dict]]:
     common = {"batch_size": p["batch_size"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
               "seed": p["seed"]}
     jobs = [(method, dict(program=PROGRAMS["ps_fault"], ps=p["ps"], fail_fast=False,
-                          kwargs={"method": method, "model": m, "steps": p["steps"], "kill_after": p["steps"], **common}))
+                          kwargs={"method": method, "model": m, "steps": p["steps"], "kill_after": p["steps"],
+                                  **common}))
             for method in ("ps_async", "ps_sync")]  # ps_sync: the control
     jobs.append(("ring", dict(program=PROGRAMS["ring"], ps=0, chief=False, program_roles=("worker",),
                               kwargs={"models": [m], "warmup_steps": p["warmup_steps"], "steps": p["steps"],
@@ -178,7 +180,7 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
 
 def bandwidth_sweep(p: dict, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
     """Every sweep method at ``sweep_workers`` workers on each emulated bandwidth (see the chapter)."""
-    if p["sweep_bandwidths"] == ["none"]:
+    if p["sweep_bandwidths"] is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
     n = p["sweep_workers"]
     models = [m for m in model_specs(p) if m["name"] in p["sweep_models"]]

@@ -15,7 +15,6 @@ import pandas as pd
 from repro.core import claims, paper
 from repro.core import verdicts as V
 from repro.experiments.distributed import arithmetic, modelbasis
-from repro.experiments.distributed.models import PAPER_SIZE
 from repro.experiments.distributed.common import (
     FINDINGS,
     HOROVOD_NOT_INSTALLED,
@@ -26,6 +25,7 @@ from repro.experiments.distributed.common import (
     PS_BYTES,
     TABLE1,
 )
+from repro.experiments.distributed.models import PAPER_SIZE
 
 Measured = claims.Measured
 NO = "–"  # "ours" where nothing was measured
@@ -226,7 +226,8 @@ def table1_row(model: str, row: dict | None) -> Measured:
     A row that disagrees says which of the two is off, against which printed figure. ``row`` None: the
     run's audit table has no row for the model."""
     if row is None or math.isnan(row["ours_params_m"]):
-        return Measured(NO, gate=V.not_measured(f"{model} not audited in this run; audit_models lists the models audited"))
+        return Measured(NO, gate=V.not_measured(f"{model} not audited in this run; "
+                                                "audit_models lists the models audited"))
     ours = f"{row['ours_params_m']:.1f} M params, {row['ours_gflops']:.1f} GFLOPs"
     ref = TABLE1[model]
     rp = row["ours_params_m"] / paper.value(PAPER, f"params_m_{ref}")
@@ -322,7 +323,7 @@ def emulated(tables: dict, p: dict, undecided: dict | None = None) -> dict[str, 
     """The findings the emulated grid decides (basis ``emulated``, the hardware profile named), each with
     the analytic model's prediction beside it; a finding it cannot decide (gated) is left to the real
     runs, and its reason goes to ``undecided``."""
-    if p.get("emulate", "none") == "none" or "emulated_throughput" not in tables:
+    if p.get("emulate") in (None, "none") or "emulated_throughput" not in tables:
         return {}
     tp = tables["emulated_throughput"]
     g = _emulated_grid(tp, "emulated")
@@ -415,7 +416,8 @@ def _with_ids(led: pd.DataFrame) -> pd.DataFrame:
 
 def findings_table(led: pd.DataFrame) -> pd.DataFrame:
     """The findings of digest §2: the ledger's rows for them, with the claim id as ``finding``."""
-    rows = _with_ids(led).set_index("id").loc[list(FINDINGS) + [PS_BYTES] + list(MODEL_FINDINGS)].rename_axis("finding").reset_index()
+    rows = (_with_ids(led).set_index("id").loc[list(FINDINGS) + [PS_BYTES] + list(MODEL_FINDINGS)]
+            .rename_axis("finding").reset_index())
     return rows[["finding", "claim", "paper_value", "ours", "verdict", "evidence", "basis", "runs"]]
 
 

@@ -36,7 +36,8 @@ def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dat
     idx = rng.permutation(len(ds.y_train))
     n_val = max(1, int(round(fraction * len(idx))))
     val, train = idx[:n_val], idx[n_val:]
-    info = {**ds.info, "n_train": int(len(train)), "n_test": int(len(val)), "split": f"validation ({fraction:.0%} of train)"}
+    info = {**ds.info, "n_train": int(len(train)), "n_test": int(len(val)),
+            "split": f"validation ({fraction:.0%} of train)"}
     return _data.Dataset(ds.x_train[train], ds.y_train[train], ds.x_train[val], ds.y_train[val], info)
 
 

@@ -24,7 +24,8 @@ def comparable(params: dict, dataset: dict) -> tuple[bool, str]:
     paper_train = int(paper.value("polishchuk2019", "train_images"))
     why = []
     if dataset["name"] != "cifar10":
-        why.append(f"{dataset['name']}" + (f" stands in for {dataset['stand_in_for']}" if dataset.get("stand_in_for") else ", not CIFAR-10"))
+        why.append(f"{dataset['name']}" + (f" stands in for {dataset['stand_in_for']}" if dataset.get("stand_in_for")
+                                           else ", not CIFAR-10"))
     if dataset["n_train"] != paper_train:
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
     if params["epochs"] != paper_epochs:
@@ -123,7 +124,8 @@ def conclusions(summary: pd.DataFrame) -> pd.DataFrame:
         gap = abs(s.loc["adam", "final_accuracy"] - s.loc["nadam", "final_accuracy"])
         rows += [
             {"variant": variant, "claim": "Adam is the most accurate of the seven",
-             "holds": bool(s.loc["adam", "rank"] == 1), "evidence": f"Adam ranks {int(s.loc['adam', 'rank'])} of {len(s)}"},
+             "holds": bool(s.loc["adam", "rank"] == 1),
+             "evidence": f"Adam ranks {int(s.loc['adam', 'rank'])} of {len(s)}"},
             {"variant": variant, "claim": "Adam and Nadam are the two most accurate",
              "holds": top2 == {"adam", "nadam"}, "evidence": "top two: " + ", ".join(LABELS[o] for o in sorted(top2))},
             {"variant": variant, "claim": f"Nadam is almost the same as Adam (within {close * 100:g} points)",

@@ -32,7 +32,7 @@ from repro.core.params import ParameterError
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup.programs import NULL_NETWORK as NULL
 
-CHECK_TOLERANCE = 0.05  # the emulation's own checks (transfer time, S = N, two dilations): within 5 %
+CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 # copies of the model a cluster holds (PS: weights + accumulators; each worker: pulled weights,
 # gradients, a message in flight; chief: the throw-away build and its placement build)
 COPIES_PS, COPIES_WORKER, COPIES_CHIEF = 2, 3, 2
@@ -56,7 +56,8 @@ class Emulation:
         """The profile's ``t_grad`` for each closure size, shaped like a probe's measured statistics."""
         out = {}
         for b in sizes:
-            t = self.profile.t_grad(network, b, batch) if network in self.profile.t_grad_s else self.extra_t_grad[network]
+            t = (self.profile.t_grad(network, b, batch) if network in self.profile.t_grad_s
+                 else self.extra_t_grad[network])
             out[str(b)] = {"mean": t, "std": 0.0, "median": t, "min": t, "max": t, "n": 1, "cpu_seconds": 0.0}
         return out
 
@@ -74,7 +75,7 @@ def params_for(p: dict) -> dict:
 def check(p: dict) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p["emulate"], p["emulate_networks"])
-    if p["emulate"] == "none":
+    if p["emulate"] is None:
         return
     if not p["count_parameters"]:
         raise ParameterError("parameter 'count_parameters': the emulation needs the model sizes (set it true)")

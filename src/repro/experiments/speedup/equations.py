@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core import paper
+from repro.core.errors import ReproError
 
 PAPER = "slampa2017"
 MODES = ("sync-join", "sync-split", "async")
@@ -63,7 +64,7 @@ ROUNDINGS = ("exact", "ceil")
 NETWORKS = ("VGG16E", "GoogLeNet", "SqueezeNet", "Resnet34")
 
 
-class EstimateError(ValueError):
+class EstimateError(ReproError, ValueError):
     """Bad input to the estimator (one-line message)."""
 
 
@@ -117,7 +118,8 @@ def async_central_worst(t_grad, t_comm, n, d, rounding: str = "exact"):
 
 def async_central_mean(t_grad, t_comm, n, d, rounding: str = "exact"):
     """Eq. 4.20: the estimate, mean of best and worst training time."""
-    return (async_central_best(t_grad, t_comm, n, d, rounding) + async_central_worst(t_grad, t_comm, n, d, rounding)) / 2
+    return (async_central_best(t_grad, t_comm, n, d, rounding)
+            + async_central_worst(t_grad, t_comm, n, d, rounding)) / 2
 
 
 def async_distributed(t_grad, t_comm, n, d, rounding: str = "exact"):

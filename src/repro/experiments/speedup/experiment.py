@@ -25,8 +25,8 @@ import os
 import pandas as pd
 
 from repro import cluster
-from repro.cluster import hardware
 from repro.book.report import glue
+from repro.cluster import hardware
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.experiments.speedup import emulation, parameters, statements

@@ -424,7 +424,8 @@ def _semaphore_claim(cmp: pd.DataFrame, said: dict) -> dict:
 
 
 def plot_measured(cmp: pd.DataFrame, dpi: int = 100,
-                  title: str = "slampa2017 on this machine: measured speedup (points), thesis model (dashed), extended (solid)"):
+                  title: str = "slampa2017 on this machine: measured speedup (points), thesis model (dashed), "
+                               "extended (solid)"):
     """Measured speedup (points) and both models' predictions (lines), per network and mode."""
     import matplotlib.pyplot as plt
 

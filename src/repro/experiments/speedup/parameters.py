@@ -44,7 +44,6 @@ def parameter_table(input_size: int, num_classes: int, networks=NETWORKS) -> pd.
             del model
             keras.backend.clear_session()
         published = paper.value(PAPER, f"params_published_{net}")
-        tol = PARAMS_TOLERANCE[net]
         rel = counts["ours_1000"] / published - 1
         rows.append({
             "network": net, "published": published, "ours_1000": counts["ours_1000"],
@@ -73,5 +72,6 @@ def judged(df: pd.DataFrame) -> pd.DataFrame:
                           f"{rel:+.1%} from the published count, tolerance {PARAMS_TOLERANCE[net]:.1%}")
                 for net, rel in zip(df["network"], df["relative_difference"])]
     cols = list(df.columns) if "verdict" in df else [*df.columns[:df.columns.get_loc("relative_difference") + 1],
-                                                    "verdict", *df.columns[df.columns.get_loc("relative_difference") + 1:]]
+                                                    "verdict",
+                                                    *df.columns[df.columns.get_loc("relative_difference") + 1:]]
     return df.assign(verdict=[str(v) for v in verdicts])[cols]

@@ -27,10 +27,12 @@ Each public function runs inside the chief process of a local (or real) cluster 
     ``tf.CriticalSection`` on the PS per direction, so only one worker pulls and one pushes
     at a time.
 
-  Each closure pulls the weights explicitly (``tf.identity`` on the worker device) and
-  computes with ``model.stateless_call`` on those copies, so a pull and a push are separate,
-  visible steps, as in the thesis' protocol. Plain SGD; batch-norm moving statistics are read
-  but not written back (they do not affect the timing; the thesis measures time only).
+  The closures are :class:`repro.cluster.ps_trainer.PSTrainer`'s with ``stateless=True``: each
+  pulls the weights explicitly (``tf.identity`` on the worker device) and computes with
+  ``model.stateless_call`` on those copies, so a pull and a push are separate, visible steps, as in
+  the thesis' protocol. Plain SGD; batch-norm moving statistics are read but not written back (they
+  do not affect the timing; the thesis measures time only). Emulated closures wait 0 in the
+  warm-up iterations, which are not timed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import re
 import time
 
 from repro.cluster import context
-from repro.cluster.compute import wait_then_zeros
+from repro.cluster.ps_trainer import PSTrainer, ps_strategy
 from repro.ml import models
 from repro.ml.data import synthetic_batch
 
@@ -263,109 +265,6 @@ def _shard_placement(strategy, build, num_ps: int):
     return net, sizes, assignment
 
 
-class _Trainer:
-    """One model on a ParameterServerStrategy; closures pull, compute, push (see the module docstring)."""
-
-    def __init__(self, strategy, coordinator, net, learning_rate: float, central_semaphore: bool,
-                 wait_s: float | None = None):
-        import keras
-        import tensorflow as tf
-
-        self.tf, self.strategy, self.coordinator, self.net = tf, strategy, coordinator, net
-        self.lr = learning_rate
-        self.tvars = list(net.trainable_variables)
-        self.ntvars = list(net.non_trainable_variables)
-        with strategy.scope():
-            self.counter = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
-            self.accs = []
-            for v in self.tvars:
-                with strategy.extended.colocate_vars_with(v.value):
-                    self.accs.append(tf.Variable(tf.zeros(v.shape, v.value.dtype), trainable=False))
-        self.sections = None
-        if central_semaphore:
-            with tf.device(self.tvars[0].value.device):
-                self.sections = (tf.CriticalSection(name="pull"), tf.CriticalSection(name="push"))
-        loss_fn = keras.losses.sparse_categorical_crossentropy
-
-        def pull():
-            return [tf.identity(v.value) for v in self.tvars], [tf.identity(v.value) for v in self.ntvars]
-
-        def compute(tw, ntw, x, y):
-            with tf.GradientTape() as tape:
-                tape.watch(tw)
-                pred, _ = net.stateless_call(tw, ntw, x, training=True)
-                loss = tf.reduce_mean(loss_fn(y, pred))
-            return loss, tape.gradient(loss, tw)
-
-        def exclusive(section, fn):
-            if self.sections is None:
-                return fn()
-            return self.sections[section].execute(fn, exclusive_resource_access=False)  # pull and push touch the same variables
-
-        def closure(x, y, accumulate):
-            def pulled():
-                tw, ntw = pull()
-                return tuple(tw) + tuple(ntw)
-
-            flat = exclusive(0, pulled)
-            tw, ntw = list(flat[:len(self.tvars)]), list(flat[len(self.tvars):])
-            # emulated hardware (wait_s): wait its t_grad once the weights are here, push zeros of the real shapes
-            loss, grads = compute(tw, ntw, x, y) if wait_s is None else wait_then_zeros(tw, wait_s)
-
-            def push():
-                ops = []
-                for v, a, g in zip(self.tvars, self.accs, grads):
-                    if accumulate:
-                        ops.append(a.assign_add(g, read_value=False))
-                    else:
-                        ops.append(v.value.assign_sub(self.lr * g, read_value=False))
-                with tf.control_dependencies(ops):
-                    return tf.constant(0)
-
-            done = exclusive(1, push)
-            inc = self.counter.assign_add(1, read_value=False)
-            with tf.control_dependencies([inc, done]):
-                return tf.identity(loss)
-
-        @tf.function
-        def sync_step(iterator):
-            x, y = next(iterator)
-            return strategy.run(closure, args=(x, y, True))
-
-        @tf.function
-        def async_step(iterator):
-            x, y = next(iterator)
-            return strategy.run(closure, args=(x, y, False))
-
-        @tf.function
-        def apply(scale):
-            for v, a in zip(self.tvars, self.accs):
-                with tf.device(a.device):
-                    v.value.assign_sub(a * tf.cast(scale, a.dtype))
-                    a.assign(tf.zeros_like(a))
-            return tf.constant(0)
-
-        self.sync_step, self.async_step, self.apply = sync_step, async_step, apply
-
-    def counts(self) -> list[int]:
-        import numpy as np
-
-        return [int(np.asarray(v)) for v in self.counter.read_all()]
-
-    def run_sync(self, iterations: int, closures: int, iterator) -> None:
-        scale = self.tf.constant(self.lr / closures)
-        for _ in range(iterations):
-            for _ in range(closures):
-                self.coordinator.schedule(self.sync_step, args=(iterator,))
-            self.coordinator.join()  # the barrier
-            self.apply(scale).numpy()  # one update with the mean gradient, on the PS
-
-    def run_async(self, batches: int, iterator) -> None:
-        for _ in range(batches):
-            self.coordinator.schedule(self.async_step, args=(iterator,))
-        self.coordinator.join()
-
-
 def train(networks: list[str], server: str, image_size: int, num_classes: int, batch_size: int, batches: int,
           modes: list[str], semaphore: bool, learning_rate: float, warmup_iterations: int, seed: int,
           emulate: dict | None = None) -> dict:
@@ -374,15 +273,11 @@ def train(networks: list[str], server: str, image_size: int, num_classes: int, b
     ``emulate``: ``{"t_grad": {network: seconds per whole batch}, "dilation": k}`` -- closures wait
     ``t_grad * images / batch_size * k`` instead of computing (:mod:`repro.cluster.compute`).
     """
-    import tensorflow as tf
-
     ctx = context()
     n = ctx.spec.count("worker")
     if batch_size % n and "sync-split" in modes:
         raise ValueError(f"sync-split needs the batch ({batch_size}) divisible by the workers ({n})")
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    strategy, coordinator = ps_strategy()
     return {"networks": [_train_one(strategy, coordinator, net, server, image_size, num_classes, batch_size, batches,
                                     modes, semaphore, learning_rate, warmup_iterations, seed, emulate)
                          for net in networks]}
@@ -416,7 +311,7 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
         return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
     bare = None if emulate else _bare_closures(  # emulated closures wait: this machine's costs are dilated away
-        _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=False, wait_s=0.0), coordinator,
+        PSTrainer(strategy, coordinator, net, learning_rate, sync=False, stateless=True, wait_s=0.0), coordinator,
         iterator_for(batch_size))
     variants = [(m, False) for m in modes]
     if semaphore and server == "central":
@@ -425,16 +320,17 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
     for mode, sem in variants:
         b = batch_size // n if mode == "sync-split" else batch_size
         wait = None if emulate is None else emulate["t_grad"][network] * b / batch_size * emulate["dilation"]
-        trainer = _Trainer(strategy, coordinator, net, learning_rate, central_semaphore=sem, wait_s=wait)
+        trainer = PSTrainer(strategy, coordinator, net, learning_rate, sync=mode != "async", stateless=True,
+                            semaphore=sem, wait_s=wait)
         iterator = iterator_for(b)
 
-        def go(count):
+        def go(count, warmup=False):  # async: count closures; sync: count steps of N closures
             if mode == "async":
-                trainer.run_async(count, iterator)
+                trainer.run(1, count, iterator, warmup=warmup)
             else:
-                trainer.run_sync(count, n, iterator)
+                trainer.run(count, n, iterator, warmup=warmup)
 
-        go(warmup_iterations * n if mode == "async" else warmup_iterations)
+        go(warmup_iterations * n if mode == "async" else warmup_iterations, warmup=True)
         before = trainer.counts()
         # sync-join: ceil(D/N) iterations of N whole batches; sync-split: D iterations of N
         # B/N-image closures; async: D closures of whole batches, taken by whichever worker is free
@@ -466,7 +362,7 @@ def _bare_closures(trainer, coordinator, iterator, repeats: int = 10, warmup: in
     to every closure (:func:`repro.experiments.speedup.measure.extended_time`)."""
 
     def one():
-        coordinator.schedule(trainer.async_step, args=(iterator,))
+        trainer.schedule(iterator)
         coordinator.join()
 
     return _stats(*_timed(one, repeats, warmup))

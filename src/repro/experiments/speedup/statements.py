@@ -145,7 +145,8 @@ def check_claim(grid: pd.DataFrame, claim: dict) -> dict:
         ours = "–"
         if claim.get("config"):
             cfg = claim["config"]
-            hit = sel[(sel["mode"] == cfg["mode"]) & (sel["server"] == cfg["server"]) & (sel["workers"] == cfg["workers"])]
+            hit = sel[(sel["mode"] == cfg["mode"]) & (sel["server"] == cfg["server"])
+                      & (sel["workers"] == cfg["workers"])]
             if not hit.empty:
                 ours = f"predicted {hit['speedup'].iloc[0]:.2f} at {_where(hit.iloc[0])}"
         return {"ours": ours, "verdict": "needs measurement"}
@@ -241,9 +242,9 @@ def measurements(tables: dict[str, pd.DataFrame], params: dict) -> dict[str, _cl
     said = _claims.load(NAME)
     measured = params["measure"] and "measured_vs_predicted" in tables
     ours_measured = measured_claims(tables["measured_vs_predicted"], said) if measured else None
-    profile = params.get("emulate", "none")
+    profile = params.get("emulate")
     ours_emulated = (emulation.claim_values(tables, thesis_claims(), said, profile, details=True)
-                     if profile != "none" and "emulated_vs_predicted" in tables else None)
+                     if profile not in (None, "none") and "emulated_vs_predicted" in tables else None)
     return {s["id"]: _undecidable(_one(tables["predictions"], s, params, ours_measured, ours_emulated), said[s["id"]])
             for s in thesis_claims()}
 

@@ -19,7 +19,8 @@ from repro.experiments.staleness.averaging import EngineError, Trainer, epoch_ba
 
 TAU_DISTS = ("fixed", "uniform", "geometric")
 MITIGATIONS = ("none", "scaling", "soft_sync", "bounded", "scaling+soft_sync")
-GEOMETRIC_CAP = 10  # a geometric draw is capped at 10 x its mean (P(exceed) = e^-10 roughly); keeps the snapshot queue finite
+# a geometric draw is capped at 10 x its mean (P(exceed) = e^-10 roughly); keeps the snapshot queue finite
+GEOMETRIC_CAP = 10
 
 
 def draw_staleness(rng: np.random.Generator, tau: int, dist: str) -> int:

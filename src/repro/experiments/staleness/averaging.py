@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from repro.core.errors import ReproError
 from repro.ml import optim, steps
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 STATE_MODES = ("weights", "weights+state")
 
 
-class EngineError(ValueError):
+class EngineError(ReproError, ValueError):
     """A bad argument to a training engine (one-line message)."""
 
 

@@ -19,8 +19,8 @@ def guide_markdown(result: Result) -> str:
         kbest = int(ok["period"].max()) if len(ok) else 1
         r1 = float(grp[grp["period"] == 1]["rounds"].iloc[0]) if (grp["period"] == 1).any() else float("nan")
         rk = float(grp[grp["period"] == kbest]["rounds"].iloc[0])
-        out.append(f"- **Averaging period, N = {int(n)}**: the longest period within {100 * thr:.1f} points of k = 1 was "
-                   f"k = {kbest} ({r1 / max(rk, 1):.0f}x fewer averaging rounds than k = 1).")
+        out.append(f"- **Averaging period, N = {int(n)}**: the longest period within {100 * thr:.1f} points of "
+                   f"k = 1 was k = {kbest} ({r1 / max(rk, 1):.0f}x fewer averaging rounds than k = 1).")
     ss = t["state_summary"]
     if len(ss):
         piv = ss.pivot(index="period", columns="state_mode", values="acc_mean")
@@ -53,9 +53,11 @@ def guide_markdown(result: Result) -> str:
     if len(one) and (ps["workers"] > 1).any():
         nmax = int(ps["workers"].max())
         many = ps[ps["workers"] == nmax]
-        out.append(f"- **One machine first**: at equal epochs one machine reached {float(one['acc_mean'].iloc[0]):.3f}; "
-                   f"N = {nmax} workers reached {float(many['acc_mean'].min()):.3f}-{float(many['acc_mean'].max()):.3f} "
-                   f"depending on k, because they take {nmax}x fewer (larger-batch) steps per epoch. At equal emulated time "
+        out.append(f"- **One machine first**: at equal epochs one machine reached "
+                   f"{float(one['acc_mean'].iloc[0]):.3f}; N = {nmax} workers reached "
+                   f"{float(many['acc_mean'].min()):.3f}-{float(many['acc_mean'].max()):.3f} "
+                   f"depending on k, because they take {nmax}x fewer (larger-batch) steps per epoch. "
+                   f"At equal emulated time "
                    f"(equal minibatch steps per worker, communication free) the claims table compares one machine "
                    f"with the N-worker runs that have enough epochs; the real cost of communication is not measured.")
     return "\n".join(out)

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.core.errors import ReproError
+
 LOG_COLUMNS = ("update", "worker", "read_version", "apply_version", "staleness")
 
 
-class StalenessLogError(ValueError):
+class StalenessLogError(ReproError, ValueError):
     """A staleness log that does not follow :data:`LOG_COLUMNS` (one-line message)."""
 
 
@@ -79,7 +81,8 @@ def staleness_distribution(log) -> pd.DataFrame:
     if len(s) == 0:
         raise StalenessLogError("staleness log is empty")
     values, counts = np.unique(s, return_counts=True)
-    return pd.DataFrame({"staleness": values.astype(int), "count": counts.astype(int), "fraction": counts / counts.sum()})
+    return pd.DataFrame({"staleness": values.astype(int), "count": counts.astype(int),
+                         "fraction": counts / counts.sum()})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -106,7 +109,9 @@ def _cmd_staleness_log(args) -> int:
 
 def add_cli(subparsers) -> None:
     """``repro staleness-log LOG.csv [--workers N]``: distribution and mean of a per-update staleness log."""
-    p = subparsers.add_parser("staleness-log", help="staleness distribution and mean of an async run's per-update log (CSV)")
-    p.add_argument("log", help="CSV with a 'staleness' column (or read_version and apply_version); see repro.experiments.staleness.experiment.LOG_COLUMNS")
+    p = subparsers.add_parser("staleness-log",
+                              help="staleness distribution and mean of an async run's per-update log (CSV)")
+    p.add_argument("log", help="CSV with a 'staleness' column (or read_version and apply_version); see "
+                               "repro.experiments.staleness.experiment.LOG_COLUMNS")
     p.add_argument("--workers", type=int, default=None, help="N, to print mean staleness / N")
     p.set_defaults(func=_cmd_staleness_log)

@@ -93,7 +93,8 @@ def plot_accuracy_vs_tau(result: Result):
     rows = [sw[sw["tau"] > 0]] + [zero.assign(tau_dist=d) for d in sw["tau_dist"].unique() if d != "fixed"]
     sw = pd.concat(rows + [zero], ignore_index=True)
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    sns.lineplot(data=sw, x="tau", y="test_accuracy", hue="tau_dist", marker="o", errorbar="sd", err_style="bars", ax=ax)
+    sns.lineplot(data=sw, x="tau", y="test_accuracy", hue="tau_dist", marker="o", errorbar="sd", err_style="bars",
+                 ax=ax)
     ax.set_xscale("symlog", linthresh=1)
     _int_ticks(ax, sorted(sw["tau"].unique()))
     ax.set(xlabel="staleness tau (fixed) or its mean (random)", ylabel="final test accuracy",
@@ -110,7 +111,8 @@ def plot_mitigations(result: Result):
     h = result["async_history"]
     h = h[(h["part"] == "mitigation") & h["variant"].isin(MITIGATIONS)]  # the lr controls are in the table
     grid = sns.relplot(data=h, x="epoch", y="test_accuracy", hue="variant", col="tau", kind="line", marker="o",
-                       errorbar="sd", height=3.2, aspect=1.2, hue_order=[v for v in MITIGATIONS if v in set(h["variant"])])
+                       errorbar="sd", height=3.2, aspect=1.2,
+                       hue_order=[v for v in MITIGATIONS if v in set(h["variant"])])
     grid.set_titles("mean tau = {col_name} (" + result.params["mitigation_tau_dist"] + ")")
     grid.figure.suptitle("Mitigations of stale gradients", y=1.04)
     return plots.stamp(grid, result.provenance)

@@ -28,8 +28,9 @@ from repro.ml import models
 EQUIVALENCE_TOLERANCE = claims.load("staleness")["k1_equals_single_machine"].threshold(
     "max_abs_weight_difference")  # max |w_avg - w_single| for "k = 1 equals single-machine SGD" (claims.yaml)
 EQUIVALENCE_STEPS = 10  # averaging rounds of the in-run equivalence check
+# the last with its documented defaults (32-64-64, Dense 64, dropout 0.5)
 MODEL_BUILDERS = {"small_cnn": models.small_cnn, "mnist_cnn": models.mnist_cnn, "cifar10_cnn": models.cifar10_cnn,
-                  "polishchuk_cnn": models.polishchuk_cnn}  # the last with its documented defaults (32-64-64, Dense 64, dropout 0.5)
+                  "polishchuk_cnn": models.polishchuk_cnn}
 
 
 def log(msg: str) -> None:
@@ -79,7 +80,8 @@ class Models:
     def sizes(self) -> dict:
         p = self.p
         return {"weight_bytes": self.trainer(p["avg_optimizer"], p["avg_learning_rate"]).weight_bytes(),
-                "state_optimizer_state_bytes": self.trainer(p["state_optimizer"], p["state_learning_rate"]).state_bytes()}
+                "state_optimizer_state_bytes": self.trainer(p["state_optimizer"],
+                                                            p["state_learning_rate"]).state_bytes()}
 
 
 def equivalence_check(m: Models) -> dict:
@@ -178,7 +180,8 @@ def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: in
              "mean_scale": float(np.mean([r["scale"] for r in res.log])), "held_back": res.held_back,
              "arrivals": res.arrivals, "wait_time": res.wait_time, "emulated_time": res.arrivals + res.wait_time,
              "learning_rate": lr, "lr_factor": lr_factor, "wall_s": res.wall_s}
-    dist_rows = [{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p["seeds"][0] else []
+    dist_rows = ([{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p["seeds"][0]
+                 else [])
     return [{**base, **h} for h in res.history], final, dist_rows
 
 

@@ -11,7 +11,8 @@ from repro.experiments.staleness.async_sgd import MITIGATIONS
 
 def paper_period() -> tuple[int, int]:
     """The paper's "averaging every 10-20 minibatches per worker still works acceptably" (paperdata)."""
-    return (int(paper.value("savchenko2019", "avg_period_ok_min")), int(paper.value("savchenko2019", "avg_period_ok_max")))
+    return (int(paper.value("savchenko2019", "avg_period_ok_min")),
+            int(paper.value("savchenko2019", "avg_period_ok_max")))
 
 
 def _mean_sd(df: pd.DataFrame, keys: list[str], value: str = "test_accuracy") -> pd.DataFrame:
@@ -64,7 +65,8 @@ def mitigation_summary(async_final: pd.DataFrame) -> pd.DataFrame:
                               for t, v, a in zip(out["tau"], out["variant"], out["acc_mean"])]
     order = {v: i for i, v in enumerate(MITIGATIONS)}
     order.update({"lr_control:" + v: len(MITIGATIONS) + i for i, v in enumerate(MITIGATIONS)})
-    return out.sort_values(["tau", "variant"], key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
+    return out.sort_values(["tau", "variant"],
+                           key=lambda c: c.map(order) if c.name == "variant" else c).reset_index(drop=True)
 
 
 def run_summary(t: dict, eq: dict, sizes: dict) -> dict:

@@ -19,8 +19,9 @@ def threaded_async_run(model_fn, x: np.ndarray, y: np.ndarray, *, workers: int, 
     Each thread loops: read the shared weights and the server version under a lock, compute a
     gradient on a random minibatch with its own model copy (outside the lock; the backend's
     compiled step releases the GIL, so threads overlap), then, under the lock, apply
-    ``w -= lr * g`` and log the update (:data:`LOG_COLUMNS`). Nothing is scheduled or delayed on purpose: the staleness is whatever
-    the interleaving of the threads on this machine produced. Returns the log.
+    ``w -= lr * g`` and log the update (:data:`LOG_COLUMNS`). Nothing is scheduled or delayed on
+    purpose: the staleness is whatever the interleaving of the threads on this machine produced.
+    Returns the log.
     """
     import keras
 

@@ -78,11 +78,13 @@ def equivalence(summary: dict, params: dict) -> dict:
 
 def equivalence_measure(eq: dict) -> Measured:
     """k = 1 averaging vs single-machine SGD: max weight difference within the claim's threshold."""
-    diff, tol = eq["max_abs_weight_difference"], claim("k1_equals_single_machine").threshold("max_abs_weight_difference")
+    diff, tol = (eq["max_abs_weight_difference"],
+                 claim("k1_equals_single_machine").threshold("max_abs_weight_difference"))
     ok = diff <= tol
     return Measured(ours=f"max |w_avg - w_single| = {diff:.1e} after {eq['rounds']} rounds (N = {eq['workers']}, "
                          f"plain SGD, global batch {eq['global_batch']}, small CNN)",
-                    holds=ok, basis="equations", runs=0, note=IDENTITY if ok else f"max difference {diff:.1e} > {tol:.0e}")
+                    holds=ok, basis="equations", runs=0,
+                    note=IDENTITY if ok else f"max difference {diff:.1e} > {tol:.0e}")
 
 
 def cheap_reason(params: dict, provenance: dict) -> str | None:
@@ -107,11 +109,13 @@ def _averaging(t: dict, summary: dict, p: dict, runs: int) -> dict[str, Measured
         steps = int(grid[grid["period"] == 1]["local_steps"].iloc[0])
         r1 = float(row_k1["rounds"].iloc[0])
         out["k1_round_per_minibatch"] = Measured(
-            ours=f"N = {nmax}: k = 1 needs {r1:.0f} rounds for {steps} local steps ({float(row_k1['comm_mb'].iloc[0]):.2f} "
+            ours=f"N = {nmax}: k = 1 needs {r1:.0f} rounds for {steps} local steps "
+                 f"({float(row_k1['comm_mb'].iloc[0]):.2f} "
                  f"MB per worker and direction); k = {kmax}: {float(row_kmax['rounds'].iloc[0]):.0f} rounds "
                  f"({float(row_kmax['comm_mb'].iloc[0]):.2f} MB)",
             gate=V.not_comparable("true by construction of our averaging: "
-                                  f"{'rounds = local steps' if r1 == steps else 'rounds != local steps, a bug'}"), runs=runs)
+                                  f"{'rounds = local steps' if r1 == steps else 'rounds != local steps, a bug'}"),
+            runs=runs)
     else:
         out["k1_round_per_minibatch"] = _none("no multi-worker run", V.not_testable("no run with N > 1"))
     ratio = summary["state_optimizer_state_bytes"] / summary["weight_bytes"]
@@ -145,7 +149,8 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     multi = ps[ps["workers"] > 1]
     mid = multi[(multi["period"] >= lo) & (multi["period"] <= hi)]
     if not len(mid):
-        return _none("no period between 10 and 20 in this profile", V.not_testable("no period in 10-20 in this profile"))
+        return _none("no period between 10 and 20 in this profile",
+                     V.not_testable("no period in 10-20 in this profile"))
     k1sd = multi[multi["period"] == 1].set_index("workers")["acc_sd"] if "acc_sd" in multi else pd.Series(dtype=float)
     worse, fine = _period_contrast(multi, hi, c)
     ours = (f"accuracy vs k = 1 (acceptable: within {100 * thr:.1f} pts): "
@@ -155,7 +160,8 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     if len(bad):
         clear = [r for r in bad.itertuples() if not r.drop_vs_k1 == r.drop_vs_k1
                  or clears(r.drop_vs_k1, k1sd.get(r.workers, float("nan")), getattr(r, "acc_sd", float("nan")), c)]
-        why = ", ".join(f"N = {int(r.workers)}, k = {int(r.period)} loses {100 * r.drop_vs_k1:.1f} pts > {100 * thr:.1f}"
+        why = ", ".join(f"N = {int(r.workers)}, k = {int(r.period)} loses {100 * r.drop_vs_k1:.1f} pts "
+                        f"> {100 * thr:.1f}"
                         for r in bad.itertuples())
         if clear:
             return Measured(ours=ours, holds=False, runs=runs, note=why)
@@ -170,7 +176,8 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     if not worse:
         return Measured(ours=ours, runs=runs, gate=V.partly(
             f"acceptable at k = {tested}, but no much longer period is clearly worse "
-            f"({'; '.join(fine) if fine else 'none run'}): the runs do not show that 10-20 is where averaging still works"))
+            f"({'; '.join(fine) if fine else 'none run'}): the runs do not show that 10-20 is where averaging "
+            "still works"))
     return Measured(ours=ours, holds=True, runs=runs, note=f"much longer periods clearly worse: {'; '.join(worse)}")
 
 
@@ -180,7 +187,8 @@ def state_measure(ss: pd.DataFrame, p: dict, runs: int) -> Measured:
         return _none("no state comparison in this profile", V.not_measured("no state_periods in this profile"))
     piv = ss.pivot(index="period", columns="state_mode", values="acc_mean")
     gains = (piv["weights+state"] - piv["weights"]).dropna()
-    return Measured(ours=f"{p['state_optimizer']}, N = {p['state_workers']}: weights+state minus weights-only accuracy: "
+    return Measured(ours=f"{p['state_optimizer']}, N = {p['state_workers']}: "
+                         "weights+state minus weights-only accuracy: "
                          + "; ".join(f"k = {int(k)}: {_pts(g)}" for k, g in gains.items()), runs=runs,
                     gate=V.not_comparable("the paper's sentence is about what must be distributed and the network load "
                                           "it adds, not about accuracy; our accuracy comparison is shown for context"))
@@ -201,7 +209,8 @@ def thread_measure(th: pd.DataFrame) -> Measured:
     return Measured(ours=txt + f" over {runs} run(s) per N (staleness = version created - version read; our log's "
                                "updates-since-read + 1; real threads, nothing injected)",
                     holds=ok, runs=runs, note="" if ok else ", ".join(
-                        f"N = {int(r.workers)}: {r.mean + 1:.2f}" for r in th.itertuples()) + f"; within {tol} of N required")
+                        f"N = {int(r.workers)}: {r.mean + 1:.2f}" for r in th.itertuples())
+                        + f"; within {tol} of N required")
 
 
 def hurts_measure(ts: pd.DataFrame, runs: int) -> Measured:
@@ -307,7 +316,8 @@ def _best_at(at: pd.DataFrame, c: Claim) -> tuple[str, str, bool]:
     beats = False
     if ctl in at.index:
         g = float(comb["acc_mean"] - at.loc[ctl, "acc_mean"])
-        beats = g > c.threshold("tie") and clears(g, comb.get("acc_sd", float("nan")), at.loc[ctl].get("acc_sd", float("nan")), c)
+        beats = g > c.threshold("tie") and clears(g, comb.get("acc_sd", float("nan")),
+                                                  at.loc[ctl].get("acc_sd", float("nan")), c)
         parts.append(f"{_pts(g)} vs its lr control")
     if "none" in at.index:
         parts.append(f"{_pts(float(comb['acc_mean'] - at.loc['none', 'acc_mean']))} vs no mitigation")
@@ -335,8 +345,9 @@ def combined_best(ms: pd.DataFrame, runs: int) -> Measured:
         return Measured(ours=ours, runs=runs, gate=V.not_comparable(
             f"below one mitigation alone at tau = {', '.join(map(str, unclear))}, within the seed spread"))
     if not all(b for _, _, _, b in rows):
-        return Measured(ours=ours, runs=runs, gate=V.partly("at least as good as each alone, but not shown to beat "
-                                                            "plain async SGD at its matching learning rate at every tau"))
+        return Measured(ours=ours, runs=runs, gate=V.partly(
+            "at least as good as each alone, but not shown to beat "
+            "plain async SGD at its matching learning rate at every tau"))
     return Measured(ours=ours, holds=True, runs=runs)
 
 

@@ -1,0 +1,110 @@
+"""Every error the user sees is one line from `repro`, exit 2; a bug keeps its traceback."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import repro
+from repro import cli
+from repro.book import build as book
+from repro.core import results
+from repro.core.errors import ReproError
+
+SRC = Path(repro.__file__).parent
+
+
+def _error_classes():
+    """(module, class name, its bases' names) of every public exception class defined in the package
+    (a private one, such as the cluster supervisor's ``_Stop`` signal, never reaches the user)."""
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = [ast.unparse(b) for b in node.bases]
+                if node.name.endswith("Error") or any(b.endswith(("Error", "Exception")) for b in bases):
+                    module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
+                    yield module, node.name, bases
+
+
+def test_every_error_class_derives_from_repro_error():
+    found = list(_error_classes())
+    assert len(found) >= 15, found
+    for module, name, _ in found:
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, ReproError), f"{module}.{name} does not derive from ReproError"
+    # the built-in base each had is kept: `except ValueError` still catches a ParameterError
+    from repro.core.params import ParameterError
+    from repro.ml.data import DatasetUnavailable
+
+    assert issubclass(ParameterError, ValueError) and issubclass(DatasetUnavailable, RuntimeError)
+
+
+def _one_line(capsys, argv, code=2):
+    assert cli.main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_bad_price_table_is_one_line(tmp_path, capsys):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: USD\nproviders: {}\n")
+    err = _one_line(capsys, ["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "ring",
+                             "--prices", str(prices)])
+    assert err.startswith("repro: error: price table") and str(prices) in err
+
+
+def test_a_cluster_error_is_one_line(tmp_path, capsys):
+    hardware = tmp_path / "hw.yaml"
+    hardware.write_text("name: x\n")
+    err = _one_line(capsys, ["predict", "--hardware", str(hardware), "--model", "vgg16", "--method", "ring"])
+    assert err.startswith("repro: error: hardware file") and str(hardware) in err
+
+
+def test_rejudge_of_a_missing_run_is_one_line(capsys):
+    err = _one_line(capsys, ["rejudge", "results/none"])
+    assert err.startswith("repro: error: rejudge: run directory") and "results/none does not exist" in err
+    err = _one_line(capsys, ["render", str(SRC)])
+    assert "is not a finished run (no provenance.json)" in err
+
+
+def test_a_deadline_exits_3_and_a_bug_keeps_its_traceback(monkeypatch, capsys):
+    from repro.ml.training import DeadlineReached
+
+    def stopped(args):
+        raise DeadlineReached("stopped after epoch 2 of 12")
+
+    monkeypatch.setattr(cli, "_cmd_list", stopped)
+    assert _one_line(capsys, ["list"], 3) == "repro: stopped at the deadline: stopped after epoch 2 of 12\n"
+
+    def bug(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(cli, "_cmd_list", bug)
+    with pytest.raises(KeyError):
+        cli.main(["list"])
+
+
+def test_a_malformed_claims_file_is_one_line(tmp_path):
+    """A copy of the package whose mnist_cnn/claims.yaml names an unknown check; `repro rejudge` of a
+    published run reads it: one line naming the claim, exit 2."""
+    run = results.latest_run("mnist_cnn", "cpu", book.published_root())
+    if run is None:
+        pytest.skip("no published mnist_cnn run in this checkout")
+    src = tmp_path / "src"
+    shutil.copytree(SRC, src / "repro", ignore=shutil.ignore_patterns("__pycache__"))
+    claims = src / "repro" / "experiments" / "mnist_cnn" / "claims.yaml"
+    claims.write_text(claims.read_text().replace("check: within", "check: sometimes", 1))
+    shutil.copytree(run, tmp_path / "run")
+    env = {"PYTHONPATH": str(src), "REPRO_RESULTS": str(tmp_path / "results"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "repro.cli", "rejudge", str(tmp_path / "run")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.startswith("repro: error: ") and out.stderr.count("\n") == 1, out.stderr[-3000:]
+    assert "accuracy_12ep" in out.stderr and "sometimes" in out.stderr
