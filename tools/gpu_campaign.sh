@@ -49,7 +49,8 @@ CACHE_MAX_MIB=${CACHE_MAX_MIB:-5}            # a larger JAX cache is left out of
 T0=$(date +%s)
 # what the GPU machine's image lacks (its own numpy, pandas, scipy, matplotlib, seaborn, psutil, pyyaml,
 # jax stay); versions pinned to what this checkout is tested with
-WHEELS="keras==3.15.1 namex==0.1.0 optree==0.20.0 mlxtend==0.25.0"
+WHEELS="keras==3.15.1 namex==0.1.0 optree==0.20.0 mlxtend==0.25.0 pydantic==2.14.4 pydantic_core==2.50.5
+  annotated-types==0.8.0 typing-inspection==0.4.5"
 # what the GPU machine's image has and the campaign uses: the rehearsal's venv gets these
 GPU_IMAGE="jax==0.11.2 jaxlib==0.11.2 numpy==2.5.2 pandas==3.1.1 scipy==1.18.1 matplotlib==3.11.2 seaborn==0.13.2
   psutil==7.2.2 PyYAML==6.0.4 absl-py==2.5.1 rich==15.0.0 h5py==3.16.0 ml_dtypes==0.6.0 packaging==26.4
@@ -298,7 +299,7 @@ rehearse() {  # `run` twice as on the GPU machine (cut after one epoch, then res
   mkdir -p "$work/block"
   py=$(rehearse_python)
   [ "$py" != "$PY" ] || wheels=0
-  [ "$wheels" = 0 ] || ls "$CARRY"/wheels/keras-*.whl >/dev/null 2>&1 || prepare_wheels
+  [ "$wheels" = 0 ] || ls "$CARRY"/wheels/keras-*.whl "$CARRY"/wheels/pydantic_core-*.whl >/dev/null 2>&1 || prepare_wheels
   cat > "$work/block/sitecustomize.py" <<'EOF'
 import sys
 class _Block:  # a JAX-only machine, as the GPU machine is

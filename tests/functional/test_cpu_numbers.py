@@ -51,7 +51,7 @@ def _rejudged_equals_stored(run: Path) -> None:
     shows a verdict its ledger no longer gives."""
     stored = pd.read_csv(run / "ledger.csv", keep_default_na=False, dtype=str)
     files = {p.name: p.read_text() for p in [*run.glob("*.csv"), run / "summary.json"] if p.is_file()}
-    derived = harness.rejudge(run).astype(str)
+    derived = harness.rejudge_run(run)[0].astype(str)
     pd.testing.assert_frame_equal(derived.reset_index(drop=True), stored.reset_index(drop=True))
     changed = [name for name, text in files.items() if (run / name).read_text() != text]
     assert not changed, f"repro rejudge rewrites {changed}: run it on the published runs and commit them"

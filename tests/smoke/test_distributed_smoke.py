@@ -135,10 +135,12 @@ def test_smoke_notebook_results(smoke_runs):
     # with an emulated grid, async vs sync is never decided: emulated compute has no stragglers
     assert (led.loc["async_vs_sync", "category"], led.loc["async_vs_sync", "basis"]) == ("not testable here", "none")
     assert led.loc["async_vs_sync", "verdict"] == str(verdicts.FORCED_BY_EMULATION["async_vs_sync"])
-    # ring scaling is decided by the emulated K80 cluster (ResNet50 gains from 1 to 2 workers): a check of the
-    # paper's hardware, consistent (no VGG16 in the smoke grid), with the model of the same profile beside it
+    # ring scaling is checked on the emulated K80 cluster (ResNet50 gains from 1 to 2 workers), with the model of
+    # the same profile beside it; one run of an emulated timing decides nothing, so it says what that run gave
     scaling = led.loc["ring_scaling"]
-    assert (scaling["category"], scaling["basis"], scaling["runs"]) == ("consistent", "emulated", 1)
+    assert (scaling["category"], scaling["basis"], scaling["runs"]) == ("not comparable", "emulated", 1)
+    assert scaling["verdict"].startswith("not comparable (1 run of a stochastic quantity; a verdict needs >= 2 "
+                                         "independent runs; the one run: consistent (")
     assert scaling["ours"] == "ring: resnet50: gains [emulated k80-p2.16xlarge, 1 run(s)]"
     assert "the analytic model of k80-p2.16xlarge: ring: resnet50: gains" in scaling["verdict"]
     # the model rows at the paper's N: decided only where the model is within 10 % of every emulated cluster

@@ -10,7 +10,7 @@ import pytest
 
 from repro.core import harness, paths, results
 
-# tests/unit/test_staleness.py's engine cases: trajectories computed by hand, k = 1 averaging equal to
+# tests/smoke/test_staleness_engines_smoke.py's engine cases: trajectories computed by hand, k = 1 averaging equal to
 # one machine on the global batch, a NumPy re-implementation of averaging, the threaded run's log
 ENGINE_CASES = ("tau_zero", "delay_queue", "scaling_divides", "soft_sync_applies", "scaling_plus_soft_sync",
                 "bounded_staleness_holds", "time_budget", "k1_averaging", "longer_period", "numpy_reimplementation",
@@ -18,7 +18,7 @@ ENGINE_CASES = ("tau_zero", "delay_queue", "scaling_divides", "soft_sync_applies
 
 
 def test_engine_cases_hold_under_jax(jax_only_env):
-    test_file = paths.project_root() / "tests" / "unit" / "test_staleness.py"
+    test_file = paths.project_root() / "tests" / "smoke" / "test_staleness_engines_smoke.py"
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file),
                           "-k", " or ".join(ENGINE_CASES)], env=jax_only_env, capture_output=True, text=True,
                          timeout=600, cwd=paths.project_root())

@@ -12,7 +12,7 @@ harness does the rest, the same way for every experiment:
    ``verdict_views`` (optional): the chapter's tables that show verdicts, derived from the ledger;
 5. finish the run (atomic rename).
 
-``judge`` reads only what the run wrote, so :func:`rejudge` can re-derive the ledger of a stored
+``judge`` reads only what the run wrote, so :func:`rejudge_run` can re-derive the ledger of a stored
 run (a published one) without retraining when the verdict rules or claims change; it re-derives
 the verdict views with it, so a chapter never shows a verdict its ledger no longer gives.
 """
@@ -85,7 +85,7 @@ class Experiment(abc.ABC):
     @abc.abstractmethod
     def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
         """The chapter's tables (and summary keys) that show verdicts, derived from the ledger: written
-        after it, and again by :func:`rejudge` (``Output({})`` where the chapter shows the ledger only)."""
+        after it, and again by :func:`rejudge_run` (``Output({})`` where the chapter shows the ledger only)."""
 
 
 def _views(exp: Experiment, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
@@ -191,11 +191,6 @@ def load_result(run_dir: Path) -> Result:
     tables = {p.stem: results.read_csv(run_dir, p.stem) for p in sorted(run_dir.glob("*.csv"))}
     summary = results.read_json(run_dir, "summary") if (run_dir / "summary.json").is_file() else {}
     return Result(run_dir, record["parameters"], record, tables, summary)
-
-
-def rejudge(run_dir: Path, git: dict | None = None) -> pd.DataFrame:
-    """The ledger :func:`rejudge_run` derives (and writes where it changed)."""
-    return rejudge_run(run_dir, git)[0]
 
 
 def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -2,7 +2,7 @@
 
 Everything here reads only the run's tables (``runs``, ``timing``, ``optimal``, ``costs``,
 ``memory``), its parameters and its summary (``gpu``, ``docker``), so the ledger of a stored run
-can be re-derived from its files (:func:`repro.core.harness.rejudge`). The paper-vs-ours table is
+can be re-derived from its files (:func:`repro.core.harness.rejudge_run`). The paper-vs-ours table is
 the ledger itself, renamed, so the two cannot disagree.
 """
 
@@ -153,7 +153,8 @@ def memory_over_weights(tables: dict, p: dict) -> Measured:
     memory = tables["memory"]
     runs = tables.get("runs")
     names = sorted(set(runs["backend"].dropna())) if runs is not None and "backend" in runs else []
-    framework = " and ".join(BACKEND_NAMES.get(n, n) for n in names) or "TensorFlow"  # older runs: TensorFlow only
+    # a run without a backend column ran TensorFlow
+    framework = " and ".join(BACKEND_NAMES.get(n, n) for n in names) or "TensorFlow"
     gate = V.not_comparable(f"other networks; process RSS includes {framework} itself")
     cpu_mem = memory[memory["device"] == "cpu"] if len(memory) else memory
     if not len(cpu_mem):

@@ -416,7 +416,7 @@ def predictor_mape(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-MISS_LIMIT = 0.10  # the package's target for the extended model: MAPE below 10 % (issue 14)
+MISS_LIMIT = 0.10  # the package's target for the extended model: MAPE below 10 %
 
 
 def misses(tables: dict[str, pd.DataFrame], limit: float = MISS_LIMIT) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 :func:`measurements` computes one :class:`~repro.core.claims.Measured` per claim id from the
 run's written tables, summary, parameters and provenance only, so a stored run can be
-re-judged (:func:`repro.core.harness.rejudge`). Each claim has a small judge taking the tables it
+re-judged (:func:`repro.core.harness.rejudge_run`). Each claim has a small judge taking the tables it
 reads (:func:`period_measure`, :func:`hurts_measure`, :func:`thread_measure`,
 :func:`staleness_reduction`, :func:`combined_best`, ...), with the thresholds of its claim in
 ``claims.yaml``. The verdicts themselves come from :func:`repro.core.claims.ledger`;
@@ -68,7 +68,8 @@ IDENTITY = ("an identity of plain SGD: the mean of N workers' steps on N minibat
 
 
 def equivalence(summary: dict, params: dict) -> dict:
-    """The k = 1 check as the run recorded it (older runs: rebuilt from the parameters and the summary)."""
+    """The k = 1 check as the run recorded it (where the summary lacks it: rebuilt from the parameters
+    and the summary)."""
     if "equivalence" in summary:
         return summary["equivalence"]
     n_eq = max(2, max(params["workers"]))
