@@ -75,7 +75,11 @@ prepare() {
   mkdir -p "$CARRY/datasets/fashion-mnist" "$STATE"
   src=$("$PY" -c "from repro.ml import data; print(data.fashion_dir() or '')")
   [ -n "$src" ] || die "Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)"
-  cp "$src"/*.gz "$CARRY/datasets/fashion-mnist/"
+  rm -f "$CARRY"/datasets/fashion-mnist/*
+  # xz instead of gzip: 4.6 MiB less to carry (the loader reads either)
+  for f in "$src"/*-idx?-ubyte.gz; do
+    gzip -dc "$f" | xz -9 -T2 > "$CARRY/datasets/fashion-mnist/$(basename "${f%.gz}").xz"
+  done
   carry_check
 }
 

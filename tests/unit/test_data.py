@@ -40,6 +40,21 @@ def test_fashion_mnist_reads_debian_idx_files(fake_fashion):
     assert "Debian" in ds.info["source"] and ds.info["stand_in_for"] is None
 
 
+def test_fashion_mnist_reads_the_same_files_recompressed_as_xz(fake_fashion, tmp_path):
+    """What the GPU campaign carries: the idx files as .xz (smaller than Debian's .gz)."""
+    import lzma
+
+    where = tmp_path / "datasets" / data.FASHION_SUBDIR
+    for gz in where.glob("*.gz"):
+        with gzip.open(gz, "rb") as src, lzma.open(gz.with_suffix(".xz"), "wb") as dst:
+            dst.write(src.read())
+        gz.unlink()
+    assert data.fashion_dir() == where
+    ds = data.load("fashion_mnist")
+    assert np.allclose(ds.x_train[..., 0] * 255, fake_fashion["x_train"], atol=1e-3)
+    assert ds.y_test.tolist() == list(range(10))
+
+
 def test_cifar10_standin_is_padded_rgb_and_declared(fake_fashion):
     ds = data.load("fashion_mnist_rgb32")
     assert ds.x_train.shape == (30, 32, 32, 3)

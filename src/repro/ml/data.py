@@ -26,6 +26,7 @@ saying where to put the files or what to install. Whatever is loaded carries an
 from __future__ import annotations
 
 import gzip
+import lzma
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,7 @@ def fashion_dir() -> Path | None:
     explicit = os.environ.get("REPRO_FASHION_MNIST_DIR")
     candidates = [Path(explicit).expanduser()] if explicit else [d / FASHION_SUBDIR for d in offline_dirs()]
     for d in candidates:
-        if all((d / f).is_file() for f in _FASHION_FILES.values()):
+        if all(_idx_file(d, f) is not None for f in _FASHION_FILES.values()):
             return d
     return None
 
@@ -121,8 +122,17 @@ def _keras_load(name: str, how_to_get: str):
         ) from None
 
 
+def _idx_file(directory: Path, name: str) -> Path | None:
+    """``name`` (an idx ``.gz``) in ``directory``, or the same file recompressed as ``.xz`` (smaller:
+    what the GPU campaign carries), or None."""
+    for path in (directory / name, directory / (name.removesuffix(".gz") + ".xz")):
+        if path.is_file():
+            return path
+    return None
+
+
 def _read_idx(path: Path) -> np.ndarray:
-    with gzip.open(path, "rb") as fh:
+    with (lzma.open(path, "rb") if path.suffix == ".xz" else gzip.open(path, "rb")) as fh:
         data = fh.read()
     ndim = data[3]
     dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
@@ -165,7 +175,7 @@ def _load_mnist_subset() -> tuple:
 def _load_fashion_mnist() -> tuple:
     where = fashion_dir()
     if where is not None:
-        arrays = {k: _read_idx(where / f) for k, f in _FASHION_FILES.items()}
+        arrays = {k: _read_idx(_idx_file(where, f)) for k, f in _FASHION_FILES.items()}
         return (arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
                 f"Debian dataset-fashion-mnist ({where})", None)
     searched = os.pathsep.join(str(d) for d in offline_dirs()) or "none: REPRO_OFFLINE_DIRS is empty"
