@@ -92,7 +92,8 @@ def results_root(tmp_path, monkeypatch):
     return root
 
 
-SMOKE_REUSE = "REPRO_SMOKE_REUSE"  # a results root whose smoke runs this session may reuse (.ci/run's stage 1)
+SMOKE_REUSE = "REPRO_SMOKE_REUSE"  # a results root whose smoke runs this session may reuse (.ci/run's stage 1);
+# unset: the checkout's own results root (what `make book` just wrote), where only runs of this very commit count
 
 
 def _reusable(run_dir) -> bool:
@@ -109,6 +110,8 @@ def _reusable(run_dir) -> bool:
     now = provenance.git_commit()
     if rec.get("status") != "complete" or not now.get("commit") or now.get("dirty"):
         return False
+    if rec.get("keras_backend", "tensorflow") != os.environ.get("KERAS_BACKEND", "tensorflow"):
+        return False
     return rec.get("git", {}).get("commit") == now["commit"] and not rec.get("git", {}).get("dirty")
 
 
@@ -116,17 +119,18 @@ def _reusable(run_dir) -> bool:
 def smoke_runs(tmp_path_factory):
     """Every experiment's notebook executed once on the `smoke` profile through papermill.
 
-    Shared by the notebook tests and the book test, so each notebook runs once per session; with
-    ``$REPRO_SMOKE_REUSE`` a run made by this commit there is copied instead (see :func:`_reusable`).
+    Shared by the notebook tests and the book test, so each notebook runs once per session. A run made
+    by this very commit (clean tree, same Keras backend) under ``$REPRO_SMOKE_REUSE``, by default the
+    checkout's results root where ``make book`` writes, is copied instead (see :func:`_reusable`).
     Returns {experiment: finished run directory}.
     """
     import shutil
     from pathlib import Path
 
-    from repro.core import params, results, runner
+    from repro.core import params, paths, results, runner
 
     root = tmp_path_factory.mktemp("smoke-results")
-    reuse = Path(os.environ[SMOKE_REUSE]) if os.environ.get(SMOKE_REUSE) else None
+    reuse = Path(os.environ[SMOKE_REUSE]) if os.environ.get(SMOKE_REUSE) else paths.results_root()
     old = os.environ.get("REPRO_RESULTS")
     os.environ["REPRO_RESULTS"] = str(root)
     runs = {}
