@@ -75,6 +75,7 @@ prepare() {
   mkdir -p "$CARRY/datasets/fashion-mnist" "$STATE"
   src=$("$PY" -c "from repro.ml import data; print(data.fashion_dir() or '')")
   [ -n "$src" ] || die "Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)"
+  case "$(cd "$src" && pwd -P)" in "$(cd "$CARRY" && pwd -P)"*) die "Fashion-MNIST found only in $src (the carry itself): apt-get install dataset-fashion-mnist" ;; esac
   rm -f "$CARRY"/datasets/fashion-mnist/*
   # xz instead of gzip: 4.6 MiB less to carry (the loader reads either)
   for f in "$src"/*-idx?-ubyte.gz; do

@@ -132,8 +132,8 @@ def _run_dirs(args) -> list[Path]:
     if not dirs:
         raise _params.ParameterError(f"{args.command}: name run directories or --published PROFILE")
     for run_dir in dirs:
-        if not (run_dir / "provenance.json").is_file():
-            what = "does not exist" if not run_dir.exists() else "is not a finished run (no provenance.json)"
+        if not harness.finished(run_dir):
+            what = "does not exist" if not run_dir.exists() else "is not a finished run (provenance.json status)"
             raise _params.ParameterError(f"{args.command}: run directory {run_dir} {what}")
     return dirs
 
@@ -272,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     # every kernel and cluster process started from here would inherit the ignore. `repro` always stops.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # `timeout`, a cancelled CI job or a closed terminal stop a run as Ctrl-C does: its clusters are torn
+    # down and its directory marked failed
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ info lines from TensorFlow, here or in children
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -49,7 +49,8 @@ def test_a_notebook_executed_directly_with_papermill_measures(tmp_path):
 
 
 @pytest.mark.slow
-def test_kill_int_on_repro_run_prints_one_line_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_kill_int_on_repro_run_prints_one_line_and_leaves_nothing(tmp_path, sig):
     """`kill -INT PID` of `repro run` alone (not its group) stops the run within seconds: one line, exit
     130, the run directory marked failed, no kernel or cluster process left."""
     import psutil
@@ -71,7 +72,7 @@ def test_kill_int_on_repro_run_prints_one_line_and_leaves_nothing(tmp_path):
     time.sleep(3)
     family = psutil.Process(proc.pid).children(recursive=True)
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)  # Ctrl-C, or `timeout` / a cancelled job: the same stop
     proc.wait(timeout=60)
     elapsed = time.monotonic() - t0
     err = [line for line in proc.stderr.read().splitlines()

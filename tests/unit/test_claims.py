@@ -62,7 +62,11 @@ def test_thresholds_and_decisive_flags_are_validated():
         claims._claim("x", dict(base, decisive=False))
     with pytest.raises(ClaimsError, match="belongs to a claim with decisive: false"):
         claims._claim("x", dict(base, why_not_decisive="because"))
-    assert not claims._claim("x", dict(base, decisive=False, why_not_decisive="no run can")).decisive
+    gated_only = claims._claim("x", dict(base, decisive=False, why_not_decisive="no run can"))
+    assert not gated_only.decisive
+    assert claims.row(gated_only, Measured("x", gate=V.not_testable("no run can")))["category"] == "not testable here"
+    with pytest.raises(ClaimsError, match="marked decisive: false"):  # it cannot slip into a verdict
+        claims.row(gated_only, Measured("yes", holds=True, runs=2))
 
 
 def test_malformed_claims_fail_in_one_line():

@@ -71,7 +71,7 @@ def test_rejudge_of_a_missing_run_is_one_line(capsys):
     err = _one_line(capsys, ["rejudge", "results/none"])
     assert err.startswith("repro: error: rejudge: run directory") and "results/none does not exist" in err
     err = _one_line(capsys, ["render", str(SRC)])
-    assert "is not a finished run (no provenance.json)" in err
+    assert "is not a finished run (provenance.json status)" in err
 
 
 def test_a_deadline_exits_3_and_a_bug_keeps_its_traceback(monkeypatch, capsys):

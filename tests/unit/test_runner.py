@@ -1,6 +1,8 @@
 """`repro run` = measure, then render: the harness runs in the command's own process, the notebook only
 loads and shows the finished run; a run that fails or is interrupted is marked failed, never read."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -101,3 +103,32 @@ def test_discovery_checks_the_interface_and_the_folder_name(monkeypatch):
 def test_every_experiment_folder_passes_discovery():
     for name in params.experiments():
         assert harness.experiment(name).name == name
+
+
+def test_a_failed_render_never_stands_as_the_runs_notebook(results_root, monkeypatch):
+    import papermill as pm
+
+    toy = Toy()
+    monkeypatch.setattr(harness, "experiment", lambda name: toy)
+
+    def broken(src, out, **kw):  # papermill writes the executed notebook, then raises
+        Path(out).write_text("{}")
+        raise pm.PapermillExecutionError(0, 3, "boom", "ValueError", "boom", [])
+
+    monkeypatch.setattr(pm, "execute_notebook", broken)
+    with pytest.raises(runner.RunFailed, match="rendering the notebook failed: ValueError: boom") as err:
+        runner.execute("mnist_cnn", "smoke", log_output=False)
+    (run_dir,) = results.finished_runs("mnist_cnn", "smoke")
+    assert not (run_dir / "notebook.ipynb").exists() and (run_dir / ".notebook-failed.ipynb").is_file()
+    assert str(run_dir / ".notebook-failed.ipynb") in str(err.value)
+    assert results.latest_run("mnist_cnn", "smoke", need="notebook.ipynb") is None  # never in a book
+
+
+def test_rejudge_and_render_name_a_run_that_is_not_finished(results_root, capsys):
+    from repro import cli
+
+    path = results.create_run_dir("mnist_cnn", "smoke")
+    (path / "provenance.json").write_text('{"status": "running"}')
+    for command in ("rejudge", "render"):
+        assert cli.main([command, str(path)]) == 2
+        assert capsys.readouterr().err.strip().endswith("is not a finished run (provenance.json status)")

@@ -259,6 +259,9 @@ def row(claim: Claim, m: Measured) -> dict:
         verdict = V.settle(compare(claim, m), basis, runs, claim.stochastic)
     except V.VerdictError as err:
         raise ClaimsError(f"claim {claim.id!r}: {err}") from None
+    if verdict.decisive and not claim.decisive:
+        raise ClaimsError(f"claim {claim.id!r} is marked decisive: false ({claim.why_not_decisive}) "
+                          f"but got a decisive verdict: {verdict}")
     return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
             "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
             "basis": str(basis), "runs": int(runs), _ledger.TOLERANCE: tolerance_text(claim)}

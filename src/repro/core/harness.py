@@ -1,15 +1,16 @@
 """One experiment interface and one harness that runs any experiment.
 
-An experiment (``repro/experiments/<name>/experiment.py``) defines ``EXPERIMENT``, an object with
-the :class:`Experiment` protocol, and ``run = harness.entry(EXPERIMENT)`` for its notebook. The
-harness does the rest, the same way for every experiment:
+An experiment (``repro/experiments/<name>/experiment.py``) defines ``EXPERIMENT``, an instance of a
+subclass of :class:`Experiment`, and ``run = harness.entry(EXPERIMENT)`` for its notebook. The
+harness does the rest, the same way for every experiment, in the process that calls :func:`run`
+(``repro run``/``repro measure``, or a notebook run by hand):
 
 1. resolve and validate the parameters (one-line :class:`~repro.core.params.ParameterError`);
 2. ``prepare``: load the inputs, so that a bad dataset never leaves an empty run directory;
 3. open the run (provenance), ``measure``, write every table as CSV and the summary as JSON;
 4. ``judge`` the written result against the claims of the folder's ``claims.yaml``
    (:func:`repro.core.claims.ledger`) and write ``ledger.csv``, then the experiment's
-   ``verdict_views`` (optional): the chapter's tables that show verdicts, derived from the ledger;
+   ``verdict_views``: the chapter's tables that show verdicts, derived from the ledger;
 5. finish the run (atomic rename).
 
 ``judge`` reads only what the run wrote, so :func:`rejudge_run` can re-derive the ledger of a stored
@@ -88,11 +89,6 @@ class Experiment(abc.ABC):
         after it, and again by :func:`rejudge_run` (``Output({})`` where the chapter shows the ledger only)."""
 
 
-def _views(exp: Experiment, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
-    """The experiment's tables (and summary keys) derived from its verdicts."""
-    return exp.verdict_views(result, measured, ledger)
-
-
 def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[dict, str]:
     """Validated parameters and the profile's name (the default profile when ``None``)."""
     spec = _params.spec(experiment)
@@ -113,7 +109,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     leaves its directory marked failed, never half-finished."""
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
-    run_ = Run(exp.name, profile, p, root)
+    run_ = Run(exp.name, profile, p, root)  # provenance is collected before its directory exists
     try:
         return _measure_and_judge(exp, run_, p, inputs)
     except BaseException:
@@ -132,7 +128,7 @@ def _measure_and_judge(exp: Experiment, run_: Run, p: dict, inputs: Any) -> Resu
     ledger = _claims.ledger(exp.name, measured)
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
-    views = _views(exp, result, measured, ledger)
+    views = exp.verdict_views(result, measured, ledger)
     for name, df in views.tables.items():
         run_.write_csv(name, df)
         result.tables[name] = df
@@ -206,7 +202,7 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     exp = experiment(result.provenance["experiment"])
     measured = exp.judge(result)
     ledger = _claims.ledger(exp.name, measured)
-    views = _views(exp, result, measured, ledger)
+    views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}
     if views.summary:

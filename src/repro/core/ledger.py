@@ -24,6 +24,12 @@ from pathlib import Path
 import pandas as pd
 
 from repro.core import verdicts as V
+from repro.core.errors import ReproError
+
+
+class LedgerError(ReproError, ValueError):
+    """A stored ledger that lacks the columns this checkout reads (one line)."""
+
 
 COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "category", "evidence", "basis", "runs"]
 TOLERANCE = "tolerance"  # written after COLUMNS
@@ -59,7 +65,7 @@ def collect(runs: dict[str, tuple[Path, str]]) -> pd.DataFrame:
             df = pd.read_csv(path, keep_default_na=False, dtype=str)
             missing = [c for c in COLUMNS + [TOLERANCE] if c not in df]
             if missing:
-                raise ValueError(f"{path}: no column {', '.join(missing)} (re-derive it: repro rejudge {run_dir})")
+                raise LedgerError(f"{path}: no column {', '.join(missing)} (re-derive it: repro rejudge {run_dir})")
             frames.append(df.assign(experiment=experiment, page=page))
     if not frames:
         return pd.DataFrame(columns=COLUMNS + [TOLERANCE, "experiment", "page"])

@@ -192,5 +192,5 @@ def collect(experiment: str, profile: str, params: dict) -> dict:
         "packages": package_versions(),
         "keras_backend": keras_backend(),
         "hardware": hardware(),
-        "command": os.environ.get("REPRO_COMMAND") or " ".join(sys.argv),
+        "command": " ".join(sys.argv),
     }

@@ -139,11 +139,12 @@ class Run:
         self.experiment = experiment
         self.profile = profile
         self.params = dict(params)
-        self.dir = create_run_dir(experiment, profile, Path(root) if root is not None else None)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        # the slow part first (git, package versions, hardware), so that nothing can interrupt the run
+        # between making its directory and recording it there
         self.record: dict[str, Any] = provenance.collect(experiment, profile, self.params)
         self.record["status"] = "running"
         self.record["datasets"] = []
+        self.dir = create_run_dir(experiment, profile, Path(root) if root is not None else None)
         self._save_record()
 
     def _save_record(self) -> None:

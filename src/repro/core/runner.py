@@ -78,34 +78,37 @@ def relative_paths(notebook: Path) -> None:
 
 
 def _papermill(run_dir: Path, log_output: bool) -> None:
-    """Execute the run's experiment notebook into ``run_dir/notebook.ipynb`` against the finished run:
-    the notebook loads the stored results and shows them (nothing is measured in the kernel)."""
+    """Execute the run's experiment notebook against the finished run into ``run_dir/notebook.ipynb``:
+    the notebook loads the stored results and shows them (nothing is measured in the kernel). It is
+    written under a hidden name and renamed only when every cell ran, so a failed or interrupted render
+    never stands as the run's chapter (it is kept as ``.notebook-failed.ipynb``, never published)."""
     import papermill as pm
 
     record = results.read_provenance(run_dir)
     experiment, profile = record["experiment"], record["profile"]
     notebook = notebooks_dir() / _params.spec(experiment).notebook
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the kernel inherits it: no C++ info lines in the book
+    partial, failed = run_dir / ".notebook-rendering.ipynb", run_dir / ".notebook-failed.ipynb"
     if log_output:
         _stream_papermill_log()
     try:
         pm.execute_notebook(
-            str(notebook),
-            str(run_dir / "notebook.ipynb"),
+            str(notebook), str(partial),
             # relative to the checkout: published notebooks must not show the path of the machine that ran them
             parameters={"profile": profile, "overrides": {}, "run_dir": results.relative_to_project(run_dir)},
-            kernel_name=kernel_name(),
-            cwd=str(notebook.parent),
-            log_output=log_output,
-            progress_bar=False,
+            kernel_name=kernel_name(), cwd=str(notebook.parent), log_output=log_output, progress_bar=False,
         )
-    except pm.PapermillExecutionError as exc:
+    except BaseException as exc:
+        if partial.is_file():
+            partial.replace(failed)
+        if not isinstance(exc, pm.PapermillExecutionError):
+            raise
         raise RunFailed(
             f"{experiment} ({profile}): rendering the notebook failed: {exc.ename}: "
             f"{exc.evalue.splitlines()[0] if exc.evalue else ''} (the results are complete in {run_dir}; "
-            f"executed notebook: {run_dir / 'notebook.ipynb'}; `repro render --force` renders it again)"
+            f"executed notebook: {failed}; `repro render --force` renders it again)"
         ) from None
-    relative_paths(run_dir / "notebook.ipynb")
+    relative_paths(partial)
+    partial.replace(run_dir / "notebook.ipynb")
 
 
 def execute(experiment: str, profile: str | None = None, overrides: dict | None = None,

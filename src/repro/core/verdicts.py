@@ -16,7 +16,8 @@ needs at least :data:`MIN_RUNS` independent runs: one run decides nothing, and t
 *not comparable* and says what that run gave.
 
 Experiments build gates with the constructors (:func:`not_comparable`, :func:`partly`, ...), never
-as free text; :func:`judge` is the only place where a measurement is compared with a paper.
+as free text; :func:`repro.core.claims.compare` is the only place where a measurement is compared
+with a paper, and :func:`repro.core.claims.row` applies :func:`settle` to its verdict.
 """
 
 from __future__ import annotations
