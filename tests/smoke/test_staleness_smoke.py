@@ -82,8 +82,10 @@ def test_smoke_notebook_results(smoke_runs):
     for cid, c in said.items():
         if c.stochastic and c.decisive:
             assert cats[cid] == "not comparable", (cid, verdict[cid])
-    for cid in ("staleness_hurts", "staleness_equals_n_threads", "mitigation_soft_sync", "mitigation_bounded"):
+    for cid in ("staleness_hurts", "staleness_equals_n_threads"):
         assert verdict[cid].startswith("not comparable (smoke profile"), (cid, verdict[cid])
+    for cid in ("mitigation_soft_sync", "mitigation_bounded"):  # whatever the profile: the emulation's own rule
+        assert verdict[cid].startswith("not comparable (true by construction of the emulation"), (cid, verdict[cid])
     assert set(led.loc[led["basis"] == "none", "id"]) == {"data_parallel_preferred", "async_higher_throughput",
                                                           "staleness_equals_n_cluster"}
     assert verdict["staleness_equals_n_cluster"] == "not measured (needs the async parameter-server run)"

@@ -59,29 +59,6 @@ def _mitigations(staleness: dict, acc: dict | None = None, sd: float = 0.005) ->
                          "emulated_time": [1500.0] * len(VARIANTS)})
 
 
-def _distribution(counts: dict) -> pd.DataFrame:
-    """Per-gradient staleness of the seed-0 runs: variant -> [(staleness, count)]."""
-    return pd.DataFrame([{"part": "mitigation", "variant": v, "tau": 16, "staleness": s, "count": n}
-                         for v, pairs in counts.items() for s, n in pairs])
-
-
-SPREAD = [(0, 20), (8, 40), (32, 40)]  # geometric-like delays: mean 16
-FIXED = [(16, 100)]  # every gradient 16 updates old: lambda is one learning rate, the weighted mean stays 16
-
-
-def _reduction(variant: str):
-    def case():
-        if variant in ("scaling", "scaling+soft_sync"):
-            ms = _mitigations({})  # the step-weighted staleness comes from the distribution
-            ok, bad = _distribution({variant: SPREAD}), _distribution({variant: FIXED})
-            return (judge.staleness_reduction(ms, ok, variant, "geometric", RUNS),
-                    judge.staleness_reduction(ms, bad, variant, "geometric", RUNS))
-        ok, bad = _mitigations({variant: 4.0}), _mitigations({variant: 16.0})  # reduced / as stale as plain async
-        return (judge.staleness_reduction(ok, None, variant, "geometric", RUNS),
-                judge.staleness_reduction(bad, None, variant, "geometric", RUNS))
-    return case
-
-
 def _best():
     ok = _mitigations({}, {"scaling": 0.70, "soft_sync": 0.69, "scaling+soft_sync": 0.72,
                            "lr_control:scaling+soft_sync": 0.65})
@@ -92,8 +69,6 @@ def _best():
 
 CASES = {"k1_equals_single_machine": _equivalence, "period_10_20_acceptable": _period,
          "staleness_equals_n_threads": _threads, "staleness_hurts": _hurts,
-         "mitigation_scaling": _reduction("scaling"), "mitigation_soft_sync": _reduction("soft_sync"),
-         "mitigation_bounded": _reduction("bounded"), "mitigation_scaling_soft_sync": _reduction("scaling+soft_sync"),
          "scaling_soft_sync_best": _best}
 
 
@@ -190,7 +165,7 @@ def test_judge_gives_every_claim_a_measurement_from_a_hand_made_run():
     assert cats["staleness_hurts"] == "reproduced"
     assert cats["staleness_equals_n_threads"] == "reproduced"  # mean 1 + 1 = 2 = N, two runs
     for cid in ("mitigation_scaling", "mitigation_soft_sync", "mitigation_bounded", "mitigation_scaling_soft_sync"):
-        assert cats[cid] == "consistent", cid  # staleness reduced by construction: never 'reproduced'
+        assert cats[cid] == "not comparable", cid  # staleness reduced by the emulation's construction
     assert cats["scaling_soft_sync_best"] == "partly"  # best of the two alone, but only +0.3 pts vs its lr control
     assert cats["one_machine_first"] == "not comparable"  # communication is not measured
     assert cats["staleness_equals_n_cluster"] == "not measured"
@@ -200,21 +175,22 @@ def test_judge_gives_every_claim_a_measurement_from_a_hand_made_run():
 def test_mitigation_rows_rest_on_injected_delays_and_report_accuracy():
     measured = st.EXPERIMENT.judge(_hand_made_result(pipeline_check=False))
     m = measured["mitigation_soft_sync"]
-    assert m.basis == "emulated" and "8.00 -> 2.00" in m.ours and "true by construction" in m.note
-    assert "delays injected in one process" in m.note and "geometric" in m.note
+    assert m.basis == "emulated" and "8.00 -> 2.00" in m.ours and m.gate.detail.startswith("true by construction")
+    assert "delays injected in one process" in m.gate.detail and "geometric" in m.gate.detail
     assert "accuracy -1.0 pts vs plain async SGD (worse beyond the seed spread)" in m.ours
     assert "8.00 -> 2.46" in measured["mitigation_scaling"].ours  # step-weighted: stale gradients weigh less
     assert "8.00 -> 1.14" in measured["mitigation_scaling_soft_sync"].ours
 
 
-def test_mitigation_that_does_not_reduce_staleness_is_inconsistent():
+def test_mitigation_that_does_not_reduce_staleness_names_a_broken_emulation():
     r = _hand_made_result(pipeline_check=False)
     _set(r.tables["mitigation_summary"], {"variant": "soft_sync"}, mean_staleness=8.0)
-    assert _judge(r)["mitigation_soft_sync"].startswith("inconsistent (mean staleness not below plain async SGD's")
+    assert _judge(r)["mitigation_soft_sync"].startswith("not comparable (mean staleness not below plain async SGD's")
+    assert "a fault of the emulation, not a finding" in _judge(r)["mitigation_soft_sync"]
     es = r.tables["emulation_staleness"]  # fixed delays: lambda is one learning rate, the weighted mean stays 16
     r.tables["emulation_staleness"] = es.assign(staleness=np.where(es["variant"] == "scaling", 16, es["staleness"]))
     _set(r.tables["mitigation_summary"], {"variant": "none"}, mean_staleness=16.0)
-    assert _judge(r)["mitigation_scaling"].startswith("inconsistent")
+    assert "a fault of the emulation" in _judge(r)["mitigation_scaling"]
     del r.tables["emulation_staleness"]  # a run that wrote no per-gradient staleness
     assert _judge(r)["mitigation_scaling"].startswith("not measured (the run wrote no per-gradient staleness")
 
@@ -283,8 +259,8 @@ PUBLISHED = {"data_parallel_preferred": "not testable here", "k1_equals_single_m
              "state_averaging_needed": "not comparable", "state_adds_traffic": "not comparable",
              "async_higher_throughput": "not testable here", "staleness_equals_n_threads": "differs",
              "staleness_equals_n_cluster": "not measured", "staleness_hurts": "reproduced",
-             "mitigation_scaling": "consistent", "mitigation_soft_sync": "consistent", "mitigation_bounded": "consistent",
-             "mitigation_scaling_soft_sync": "consistent", "scaling_soft_sync_best": "differs",
+             "mitigation_scaling": "not comparable", "mitigation_soft_sync": "not comparable",
+             "mitigation_bounded": "not comparable", "mitigation_scaling_soft_sync": "not comparable", "scaling_soft_sync_best": "differs",
              "one_machine_first": "not comparable"}
 
 
