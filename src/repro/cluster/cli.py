@@ -3,6 +3,7 @@
     check FILE [--ps N] [--index I]        parse a cluster file, print the role of every line
     node --cluster-file F --index I        run this machine's task of a real cluster
     node --slurm [--ps N] [--chief]        the same under SLURM (one task per srun task)
+    node --slurm --cluster-dir D --indices I,J   a task of a run_cluster(launcher="slurm") step
     local MOD:FUNC --workers N --ps N      a local cluster in a private namespace (tests, demos)
 """
 
@@ -29,6 +30,9 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_node(args) -> int:
+    if args.slurm and args.cluster_dir and args.indices:  # a task of a run_cluster(launcher="slurm") job step
+        from . import slurm_task
+        return slurm_task.main(args.cluster_dir, args.indices)
     if args.slurm:
         from .spec import from_slurm
         spec, task = from_slurm(ps=args.ps, chief=args.chief, port_base=args.port_base)
@@ -97,6 +101,9 @@ def _fill(p: argparse.ArgumentParser) -> None:
     q.add_argument("--program-roles", default="chief",
                    help="comma-separated roles that run --program (default chief); the others serve")
     q.add_argument("--server", choices=["tf", "tcp"], default="tf")
+    q.add_argument("--cluster-dir", default=None,
+                   help="SLURM launcher: the run directory (shared filesystem) holding the launcher's plan.json")
+    q.add_argument("--indices", default=None, help="SLURM launcher: global task index of each task of this step")
     q.set_defaults(func=run, impl=_cmd_node)
 
     q = sub.add_parser("local", help="run a program on a local cluster of real processes")

@@ -6,11 +6,9 @@ inside a cluster process; only :func:`tf_ping` imports TensorFlow.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
-from .node import context
+from .node import context, stop_task
 from .spec import exposure_report
 
 
@@ -33,10 +31,10 @@ def fail(message: str = "something broke") -> None:
 
 
 def kill_task(target: str = "worker:1", then_sleep: float = 2.0) -> dict:
-    """SIGKILL another task of the cluster (fault injection), then go on for ``then_sleep`` s."""
-    pid = context().pids()[target]
-    os.kill(pid, signal.SIGKILL)
-    print(f"killed {target} (pid {pid})", flush=True)
+    """Stop another task of the cluster (fault injection: SIGKILL locally, ``scancel`` of its step under
+    SLURM), then go on for ``then_sleep`` s."""
+    how = stop_task(target)
+    print(f"killed {target} ({how})", flush=True)
     time.sleep(then_sleep)
     return {"killed": target}
 

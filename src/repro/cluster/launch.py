@@ -93,6 +93,7 @@ class ClusterResult:
     exposure: dict | None = None
     elapsed_s: float = 0.0
     link_bytes: dict = field(default_factory=dict)  # emulated network: {task: {"sent", "received"}}
+    scheduler: dict | None = None  # launcher 'slurm': job and step ids, nodes, SLURM's elapsed times (slurm.json)
 
     def log(self, name: str) -> str:
         """A task's captured stdout+stderr (``name`` like ``worker:0``)."""
@@ -241,13 +242,27 @@ def _supervise(run_dir: Path, mode: str, child_env: dict, on_ready, limit: float
         stop_group([proc], grace + 2.0, group=True)
 
 
+LAUNCHERS = ("local", "slurm")
+
+
+def _check_launcher(launcher, network, cluster, on_ready) -> None:
+    if launcher not in LAUNCHERS:
+        raise ClusterError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    if launcher == "slurm":
+        for what, value in (("an emulated network", network), ("explicit addresses (cluster=)", cluster),
+                            ("on_ready", on_ready)):
+            if value is not None:
+                raise ClusterError(f"launcher 'slurm' takes no {what}: the tasks run on SLURM's nodes and network")
+
+
 def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = True,
                 program_roles: tuple[str, ...] = ("chief",), kwargs: dict | None = None,
                 cluster: ClusterSpec | None = None, server: str = "tf",
                 timeout: float = 300.0, ready_timeout: float = 60.0, grace: float = 3.0,
                 run_dir: str | Path | None = None, isolation: str = "auto", allow_exposed: bool = False,
                 network: Network | None = None, fail_fast: bool = True, env: dict | None = None,
-                on_ready: Callable[[dict], None] | None = None) -> ClusterResult:
+                on_ready: Callable[[dict], None] | None = None, launcher: str = "local",
+                separate: tuple[str, ...] = ()) -> ClusterResult:
     """Start a local cluster of real processes, run ``program`` on it, and tear everything down.
 
     * ``program``: ``"module:function"`` (called with ``**kwargs``; its JSON-able return value
@@ -265,14 +280,21 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
       ``auto`` where no namespace can be made) needs ``allow_exposed=True``.
     * ``on_ready(info)``: called in this process once every server accepts connections.
 
+    * ``launcher``: ``"local"`` (processes on this machine) or ``"slurm"`` (SLURM job steps on the
+      cluster's own network, :mod:`repro.cluster.slurm`; ``run_dir`` on a shared filesystem; no
+      emulated network, no explicit addresses); ``separate``: SLURM, tasks (``"worker:1"``) that get
+      a job step of their own, so that ``scancel`` can stop one alone.
+
     Logs: ``run_dir/logs/<role>-<index>.log``; also ``cluster.json``, ``exposure.json``,
-    ``status.json``, ``results/``. KeyboardInterrupt tears the cluster down and propagates.
+    ``status.json``, ``results/`` (SLURM: ``slurm.json``, ``slurm/``). KeyboardInterrupt tears the
+    cluster down (SLURM: ``scancel``) and propagates.
     """
     program_roles = _check_shape(workers, ps, chief, server, program_roles, cluster, network,
                                  timeout=timeout, ready_timeout=ready_timeout, grace=grace)
+    _check_launcher(launcher, network, cluster, on_ready)
     net = network.validate() if network is not None else None
     program_cmd = _program_cmd(program)
-    mode = resolve_isolation(isolation, allow_exposed)
+    mode = "slurm" if launcher == "slurm" else resolve_isolation(isolation, allow_exposed)
     if net and mode != "netns":
         raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
     if net and cluster is not None:
@@ -306,7 +328,9 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     except TypeError as exc:
         raise ClusterError(f"kwargs must be JSON-serialisable: {exc}") from None
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
-
+    if launcher == "slurm":
+        from . import slurm
+        return slurm.run(plan, tuple(separate))
     _supervise(run_dir, mode, child_env, on_ready, ready_timeout + timeout + 2 * grace + 30, grace)
     return _result(run_dir, mode)
 

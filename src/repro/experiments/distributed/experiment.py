@@ -44,6 +44,7 @@ import pandas as pd
 
 from repro import cluster
 from repro.cluster import cli as cluster_cli
+from repro.cluster import slurm
 from repro.core import claims, harness
 from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
@@ -107,6 +108,8 @@ class Distributed(harness.Experiment):
         models = runs.model_specs(p)  # bad sizes fail before anything is written
         cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
         runs.check_sweep(p)
+        if p["launcher"] == "slurm":  # a drained node, no SLURM: one line before the run opens
+            slurm.preflight(runs.slurm_tasks(p))
         emulation.check(p)
         missing = "horovod" in p["methods"] and not programs.horovod_available()
         if missing:  # an optional backend: say so in one line and measure the other methods
@@ -130,6 +133,8 @@ class Distributed(harness.Experiment):
             else pd.DataFrame(columns=FAULT_COLUMNS)
         if p["emulate"] is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
             tables.update(emulation.measure(run, p, tables["table1"]))
+        if p["launcher"] == "slurm":
+            tables["slurm_jobs"] = slurm.record(run, run.dir / "clusters", runs.SLURM_SCOPE)
         summary = {"cores": cores, "max_workers": max(p["workers"]),
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         return harness.Output(tables, summary)

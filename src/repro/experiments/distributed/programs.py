@@ -130,6 +130,18 @@ def _log_phases(what: str, phase: dict, seconds: float) -> None:
     print(f"[{what}] " + ", ".join(parts + [f"timed {seconds:.1f} s"]), flush=True)
 
 
+def _iface_of(address: str) -> str:
+    """The network interface holding ``address`` (loopback: ``lo``; an emulated node or a SLURM node: its own)."""
+    import socket
+
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == address for a in addrs):
+            return name
+    return "lo" if address.startswith("127.") else "eth0"
+
+
 def _horovod_init(ctx, timeout: float = 60.0):
     """Rendezvous (worker 0 serves it) and ``hvd.init()`` with the environment horovodrun would set, and
     a Gloo timeout of an hour (the run's own timeout rules): with the default 30 s, workers building VGG16
@@ -163,7 +175,7 @@ def _horovod_init(ctx, timeout: float = 60.0):
             raise RuntimeError(f"horovod: no rendezvous port from worker 0 within {timeout:g} s")
         time.sleep(0.05)
     port = json.loads(port_file.read_text())["port"]
-    iface = "lo" if one_host else "eth0"
+    iface = _iface_of(ctx.task.host)
     os.environ.update({
         "HOROVOD_GLOO_RENDEZVOUS_ADDR": hosts[0], "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
         "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo", "HOROVOD_GLOO_IFACE": iface,
@@ -306,11 +318,10 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
 
 
 def _kill(task: str) -> None:
-    import os
-    import signal
+    """SIGKILL (local launcher) or ``scancel`` of the task's own job step (SLURM launcher)."""
+    from repro.cluster.node import stop_task
 
-    os.kill(context().pids()[task], signal.SIGKILL)
-    print(f"[distributed] killed {task}", flush=True)
+    print(f"[distributed] killed {task}: {stop_task(task)}", flush=True)
 
 
 def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rate: float, num_classes: int,

@@ -29,6 +29,20 @@ SWEEP_COLUMNS = ["method", "bandwidth", "bandwidth_mbps", "model", "workers", "m
                  "predicted_images_per_sec", "critical_mbps"]
 
 
+SLURM_SCOPE = ("the throughput grid and the kill-a-worker runs as SLURM job steps; the bandwidth sweep and the "
+               "emulated grid, which shape their own links, as local processes")
+
+
+def slurm_tasks(p: dict) -> int:
+    """Tasks of the largest cluster the SLURM launcher runs (grid or kill-a-worker run)."""
+    n = tasks = max(p["workers"])  # all-reduce: the workers
+    if any(m.startswith("ps_") for m in p["methods"]):
+        tasks = max(tasks, 1 + p["ps"] + n)  # chief, parameter servers, workers
+    if p["fault_tolerance"]:
+        tasks = max(tasks, 1 + p["ps"] + 2)
+    return tasks
+
+
 def model_specs(p: dict) -> list[dict]:
     """``{"name", "image_size"}`` per model of the profile; a one-line error for a size too small."""
     specs = []
@@ -70,7 +84,8 @@ def cluster_run(method: str, workers: int, p: dict, cluster_dir: Path, network=N
         raise ParameterError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     models = models or model_specs(p)
     opts = dict(timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir,
-                env=cluster.thread_env(p["threads_per_worker"]), network=network)
+                env=cluster.thread_env(p["threads_per_worker"]), network=network,
+                launcher=p["launcher"] if network is None and emulate is None else "local")
     common = _common(p, models) | ({"emulate": emulate} if emulate else {})
     k = float(emulate["dilation"]) if emulate else 1.0
     if method in ALLREDUCE:
@@ -161,9 +176,11 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
             row = dict.fromkeys(FAULT_COLUMNS, None) | {"trial": trial, "method": method, "workers": 2,
                                                         "model": m["name"], "killed": "worker:1", "outcome": "",
                                                         "error": ""}
+            slurm = p["launcher"] == "slurm"  # worker 1 in a job step of its own: scancel stops it alone
             try:
                 res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120,
-                                          run_dir=d, env=env, **job)
+                                          run_dir=d, env=env, launcher=p["launcher"],
+                                          separate=("worker:1",) if slurm else (), **job)
                 if method.startswith("ps_"):
                     r = res.results["chief:0"]
                     row.update(outcome="finished with the remaining worker", scheduled=r["scheduled"],

@@ -26,7 +26,7 @@ import pandas as pd
 
 from repro import cluster
 from repro.book.report import glue
-from repro.cluster import hardware
+from repro.cluster import hardware, slurm
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.experiments.speedup import emulation, parameters, statements
@@ -125,6 +125,8 @@ class Speedup(harness.Experiment):
         emulation.check(p)
         if p["measure"] or p["emulate"] is not None:
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
+        if p["measure"] and sm.slurm_tasks(p):  # a drained node, no SLURM: one line before the run opens
+            slurm.preflight(sm.slurm_tasks(p))
         return table_6_1(p["networks"])
 
     def measure(self, run, p: dict, table: pd.DataFrame) -> harness.Output:
@@ -141,6 +143,8 @@ class Speedup(harness.Experiment):
         if p["emulate"] is not None:
             sizes = dict(zip(tables["parameters"]["network"], 4 * tables["parameters"]["ours"]))
             tables.update(emulation.measure(run, p, sizes))
+        if p["measure"] and sm.slurm_tasks(p):
+            tables["slurm_jobs"] = slurm.record(run, run.dir, sm.SLURM_SCOPE)
         summary = summarise(grid, p)
         if p["measure"]:
             summary["measured"] = _measured_summary(tables)

@@ -156,6 +156,25 @@ def _network_arg(link: str):
     return None if link == "loopback" else cluster.Network(bandwidth=link)
 
 
+SLURM_SCOPE = ("the probe and training clusters on link 'loopback' (no emulated link) as SLURM job steps on the "
+               "cluster's own network; clusters on an emulated link and the emulated ones as local processes")
+
+
+def launcher(p: dict, network) -> str:
+    """The profile's launcher for a cluster without an emulated link; a cluster that shapes its own links
+    runs locally whatever the launcher."""
+    return p["launcher"] if network is None else "local"
+
+
+def slurm_tasks(p: dict) -> int:
+    """Tasks of the largest measured cluster the SLURM launcher would run (0: none would)."""
+    if p["launcher"] != "slurm" or "loopback" not in p["probe_links"]:
+        return 0
+    n = max(p["measure_workers"])
+    train = (1 + n + (n if "distributed" in p["measure_servers"] else 1)) if p["train_link"] == "loopback" else 0
+    return max(3, train)
+
+
 def check(p: dict) -> None:
     """One-line errors for a measuring configuration, before anything runs."""
     for n in p["measure_workers"]:
@@ -184,6 +203,7 @@ def probes(p: dict, base: Path, emu=None) -> pd.DataFrame:
     for link in p["probe_links"]:
         net = emu.network(link, k) if emu else _network_arg(link)
         res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=net, env=env,
+                                  launcher=launcher(p, net),
                                   kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
                                           "num_classes": p["measure_classes"], "batch_sizes": [] if emu else sizes,
                                           "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
@@ -224,10 +244,11 @@ def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.Dat
                   "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
         if emu:
             kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
+        link = emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"])
         res = cluster.run_cluster(
-            f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n,
-            network=emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"]), env=env,
-            timeout=p["timeout"], ready_timeout=180, run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
+            f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n, network=link, env=env,
+            launcher=launcher(p, link), timeout=p["timeout"], ready_timeout=180,
+            run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
         for net in res.results["chief:0"]["networks"]:
             rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
     return pd.DataFrame(rows)
