@@ -131,3 +131,20 @@ def test_largest_slurm_cluster_of_a_profile():
     assert sp_measure.slurm_tasks(q) == 5  # the distributed server at N = 2: chief + 2 shards + 2 workers
     assert sp_measure.slurm_tasks({**q, "launcher": "local"}) == 0
     assert sp_measure.slurm_tasks({**q, "probe_links": ["1gbit"], "train_link": "1gbit"}) == 0  # emulated: local
+
+
+def test_tasks_meet_through_the_shared_directory(tmp_path, monkeypatch):
+    """Each task publishes its address; the cluster is every task's, in SLURM task order."""
+    monkeypatch.setenv("REPRO_SLURM_IFACE", "lo")
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    for i, (role, step) in enumerate([("chief", "0"), ("ps", "0"), ("worker", "0"), ("worker", "1")]):
+        monkeypatch.setenv("SLURM_STEP_ID", step)
+        slurm_task._publish(tmp_path, i, role)
+    spec, recs = slurm_task.rendezvous(tmp_path, 4, timeout=1)
+    assert spec.names() == ["chief:0", "ps:0", "worker:0", "worker:1"]
+    assert {t.host for t in spec.tasks} == {"127.0.0.1"} and len({t.port for t in spec.tasks}) == 4
+    assert slurm_task.step_of(tmp_path, "worker:1") == "12.1"
+    with pytest.raises(cluster.ClusterError, match="shares SLURM step 12.0 with other tasks"):
+        slurm_task.step_of(tmp_path, "worker:0")  # scancel would stop the chief too
+    with pytest.raises(cluster.ClusterError, match="task 4 never published its address within 0.2 s"):
+        slurm_task.rendezvous(tmp_path, 5, timeout=0.2)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 
-from .node import context, stop_task
+from .faults import stop_task
+from .node import context
 from .spec import exposure_report
 
 

@@ -330,7 +330,7 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
     if launcher == "slurm":
         from . import slurm
-        return slurm.run(plan, tuple(separate))
+        return ClusterResult(**slurm.run(plan, tuple(separate)))
     _supervise(run_dir, mode, child_env, on_ready, ready_timeout + timeout + 2 * grace + 30, grace)
     return _result(run_dir, mode)
 

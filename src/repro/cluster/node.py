@@ -44,27 +44,6 @@ class Context:
         return json.loads((self.run_dir / "pids.json").read_text())
 
 
-def stop_task(name: str) -> str:
-    """Fault injection: stop task ``name`` of this cluster now; says how.
-
-    Local launcher: SIGKILL to its process. SLURM launcher: ``scancel`` of its job step, which must
-    hold that task alone (``run_cluster(..., separate=(name,))``): the scheduler stops it."""
-    import signal
-    import subprocess
-
-    ctx = context()
-    if os.environ.get("REPRO_CLUSTER_LAUNCHER") != "slurm":
-        os.kill(ctx.pids()[name], signal.SIGKILL)
-        return f"SIGKILL to {name}"
-    from .slurm_task import step_of
-
-    step = step_of(ctx.run_dir, name)
-    r = subprocess.run(["scancel", step], capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(f"scancel {step} failed: {r.stderr.strip()}")
-    return f"scancel {step} ({name})"
-
-
 def context() -> Context:
     spec, task = from_tf_config()
     run_dir = os.environ.get("REPRO_CLUSTER_DIR")

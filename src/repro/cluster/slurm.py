@@ -327,10 +327,9 @@ def _finish(job: _Job, ok: bool, grace: float) -> None:
             time.sleep(0.5)
 
 
-def run(plan: dict, separate_names: tuple[str, ...] = ()):
-    """Run the cluster of ``plan`` (written by :func:`repro.cluster.run_cluster`) under SLURM."""
-    from .launch import ClusterResult
-
+def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
+    """Run the cluster of ``plan`` (written by :func:`repro.cluster.run_cluster`) under SLURM; the fields of
+    its :class:`repro.cluster.ClusterResult`."""
     run_dir = Path(plan["run_dir"])
     names = _names(plan)
     unknown = [n for n in separate_names if n not in names]
@@ -358,9 +357,8 @@ def run(plan: dict, separate_names: tuple[str, ...] = ()):
         info = job.record() | {"tasks": tasks, "commands": [shlex.join(c) for c in cmds]}
         info["nodes"] = sorted({t["node"] for t in info["tasks"] if t.get("node")})
         (run_dir / "slurm.json").write_text(json.dumps(info, indent=1, default=str))
-    return ClusterResult(run_dir=run_dir, isolation="slurm", cluster=_cluster(info["tasks"]), tasks=info["tasks"],
-                         results=_results(run_dir), exposure=None, elapsed_s=round(time.monotonic() - t0, 3),
-                         scheduler=info)
+    return dict(run_dir=run_dir, isolation="slurm", cluster=_cluster(info["tasks"]), tasks=info["tasks"],
+                results=_results(run_dir), exposure=None, elapsed_s=round(time.monotonic() - t0, 3), scheduler=info)
 
 
 def _task_records(run_dir: Path, names: list[str]) -> list[dict]:

@@ -319,7 +319,7 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
 
 def _kill(task: str) -> None:
     """SIGKILL (local launcher) or ``scancel`` of the task's own job step (SLURM launcher)."""
-    from repro.cluster.node import stop_task
+    from repro.cluster.faults import stop_task
 
     print(f"[distributed] killed {task}: {stop_task(task)}", flush=True)
 
