@@ -269,6 +269,11 @@ def down(quiet: bool = False) -> int:
     for ns in _namespaces():
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     shutil.rmtree(ROOT, ignore_errors=True)
+    left = [f"process {p}" for p in _pids()] + [f"namespace {n}" for n in _namespaces()]
+    left += [f"link {LOGIN_VETH}"] if Path(f"/sys/class/net/{LOGIN_VETH}").exists() else []
+    left += [f"directory {ROOT}"] if ROOT.exists() else []
+    if left:
+        raise TestbedError(f"down left {left[0]} behind ({len(left)} things in all)")
     if not quiet:
         print("[slurm-testbed] down: no daemon, namespace, link or file of the testbed is left")
     return 0
