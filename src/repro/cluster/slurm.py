@@ -19,6 +19,7 @@ elapsed time (``sacct`` where accounting is on, else ``scontrol``'s record of th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -32,6 +33,7 @@ from .spec import ClusterError
 from .supervisor import ClusterTimeout, TaskFailed, describe_exit, tail
 
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
+POLL_S = 1.0  # between two looks at the job (scontrol, squeue): gentle on a shared slurmctld
 USABLE = {"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing"}
 
 
@@ -197,7 +199,7 @@ class _BatchJob(_Job):
         super().__init__(name)
         script = run_dir / "slurm" / "batch.sh"
         script.write_text(_batch_script(cmds))
-        tasks = sum(int(c[3].split("=")[1]) for c in cmds)
+        tasks = sum(int(a.split("=", 1)[1]) for c in cmds for a in c if a.startswith("--ntasks="))
         out = _slurm("sbatch", "--parsable", f"--job-name={name}", f"--nodes={nodes}", f"--ntasks={tasks}",
                      f"--time={int(_limit(plan) // 60) + 2}", f"--output={run_dir}/slurm/batch.log",
                      f"--chdir={plan['cwd']}", "--export=ALL", str(script))
@@ -311,7 +313,7 @@ def _watch(job: _Job, plan: dict, names: list[str], separate: list[int]) -> None
                                      f"{job.job}); srun: {tail(job.log, 2)}")
             raise ClusterTimeout(f"job timed out after {plan['timeout']:g} s: {', '.join(hung)} still running "
                                  f"(SLURM job {job.job}); last log lines of {hung[0]}: {tail(_log(run_dir, hung[0]))}")
-        time.sleep(0.5)
+        time.sleep(POLL_S)
 
 
 def _finish(job: _Job, ok: bool, grace: float) -> None:
@@ -339,7 +341,8 @@ def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
     nodes = preflight(len(names))
     for d in ("slurm/tasks", "slurm/exit", "logs", "results"):
         (run_dir / d).mkdir(parents=True, exist_ok=True)
-    name = f"repro-{run_dir.name}"[:50]
+    token = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:6]  # two runs' "ring-2" differ
+    name = f"repro-{run_dir.name[:36]}-{token}"
     cmds = step_commands(plan, separate, nodes, name)
     t0 = time.monotonic()
     job = _AllocSteps(name, run_dir, cmds) if in_allocation() else _BatchJob(name, run_dir, cmds, plan, nodes)
