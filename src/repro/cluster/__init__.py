@@ -11,7 +11,9 @@ Local (one machine, private network namespace, everything torn down whatever hap
 Real clusters: a cluster file (``ps node1:2222`` / ``worker node2:2222`` lines, bare
 ``host:port`` lines like the thesis' nodefile, or a TF_CONFIG-style JSON/YAML mapping) parsed by
 :func:`parse_cluster_file`, each machine running its task with
-``python -m repro.cluster node --cluster-file F --index I``; under SLURM :func:`from_slurm`.
+``python -m repro.cluster node --cluster-file F --index I``; under SLURM :func:`from_slurm`, or
+``run_cluster(..., launcher="slurm")``: the same call, each cluster run as SLURM job steps
+(:mod:`repro.cluster.slurm`; ``docs/slurm.md``).
 
 Programs read their place in the cluster with :func:`context`. Nothing here imports TensorFlow
 at import time. Errors are :class:`ClusterError` (a ``ValueError``) with a one-line message.
