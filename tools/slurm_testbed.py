@@ -150,8 +150,7 @@ def _network() -> None:
         _run("tc", "qdisc", "add", "dev", "eth0", *tbf, ns=ns)
 
 
-def _daemon(name: str, ns: str, host: str | None, argv: list[str], pidfile: Path, log: Path, ready,
-            wait: float = 30.0) -> None:
+def _daemon(name: str, ns: str, host: str | None, argv: list[str], log: Path, ready, wait: float = 30.0) -> None:
     """Start one daemon in namespace ``ns`` (own host name ``host``), wait until ``ready()``; else one line."""
     inner = " ".join(argv)
     if host:  # its own host name, which resolves (as on a real cluster: Horovod's Gloo needs it) through the
@@ -190,12 +189,12 @@ def _daemons() -> None:
     _daemon("munged", CTL_NS, None,
             ["munged", "--force", f"--socket={m}/munge.socket", f"--key-file={m}/munge.key",
              f"--pid-file={ROOT}/run/munged.pid", f"--log-file={ROOT}/log/munged.log",
-             f"--seed-file={m}/munged.seed"], ROOT / "run/munged.pid", ROOT / "log/munged.log", _munge_ok)
-    _daemon("slurmctld", CTL_NS, CTL_HOST, ["slurmctld", "-c", "-f", str(CONF)], ROOT / "run/slurmctld.pid",
-            ROOT / "log/slurmctld.log", _ctld_ok)
+             f"--seed-file={m}/munged.seed"], ROOT / "log/munged.log", _munge_ok)
+    _daemon("slurmctld", CTL_NS, CTL_HOST, ["slurmctld", "-c", "-f", str(CONF)], ROOT / "log/slurmctld.log",
+            _ctld_ok)
     for node in NODES:
-        _daemon("slurmd", _ns(node), node, ["slurmd", "-f", str(CONF)], ROOT / f"run/slurmd-{node}.pid",
-                ROOT / f"log/slurmd-{node}.log", lambda n=node: _node_state(n) in ("idle", "mixed", "allocated"))
+        _daemon("slurmd", _ns(node), node, ["slurmd", "-f", str(CONF)], ROOT / f"log/slurmd-{node}.log",
+                lambda n=node: _node_state(n) in ("idle", "mixed", "allocated"))
 
 
 def _namespaces() -> list[str]:

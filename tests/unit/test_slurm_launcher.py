@@ -11,6 +11,7 @@ import pytest
 
 from repro import cluster
 from repro.cluster import slurm, slurm_task
+from repro.cluster.spec import name_of_slug, role_names
 from repro.core import params
 from repro.experiments.distributed import runs as dist_runs
 from repro.experiments.speedup import measure as sp_measure
@@ -20,8 +21,9 @@ PLAN = {"run_dir": "/shared/run", "chief": True, "ps": 1, "workers": 2, "fail_fa
 
 def test_roles_follow_slurm_task_order_like_the_local_launcher():
     assert slurm_task.layout(PLAN) == ["chief", "ps", "worker", "worker"]
-    assert slurm._names(PLAN) == ["chief:0", "ps:0", "worker:0", "worker:1"]
+    assert role_names(slurm_task.layout(PLAN)) == ["chief:0", "ps:0", "worker:0", "worker:1"]
     assert slurm_task.layout({**PLAN, "chief": False, "ps": 0}) == ["worker", "worker"]
+    assert name_of_slug("worker-1") == "worker:1"  # a log or result file's stem back to its task
 
 
 def test_one_step_per_cluster_unless_a_task_is_separate():

@@ -30,7 +30,9 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_node(args) -> int:
-    if args.slurm and args.cluster_dir and args.indices:  # a task of a run_cluster(launcher="slurm") job step
+    if args.slurm and (args.cluster_dir or args.indices):  # a task of a run_cluster(launcher="slurm") job step
+        if not (args.cluster_dir and args.indices):
+            raise ClusterError("node --slurm: --cluster-dir and --indices go together (the SLURM launcher's tasks)")
         from . import slurm_task
         return slurm_task.main(args.cluster_dir, args.indices)
     if args.slurm:

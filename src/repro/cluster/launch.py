@@ -33,6 +33,7 @@ from typing import Callable
 
 from repro.core.procs import stop_group
 
+from .node import read_results
 from .spec import ROLES, ClusterError, ClusterSpec, is_local, visible_gpus
 from .supervisor import ClusterTimeout, TaskFailed, tail
 
@@ -344,10 +345,7 @@ def _result(run_dir: Path, mode: str) -> ClusterResult:
     if not status["ok"]:
         raise _ERRORS.get(status["kind"], ClusterInterrupted if status["kind"] == "Stopped" else ClusterError)(
             status["error"])
-    results = {}
-    for path in sorted((run_dir / "results").glob("*.json")):
-        role, _, index = path.stem.rpartition("-")
-        results[f"{role}:{index}"] = json.loads(path.read_text())["value"]
+    results = read_results(run_dir)
     cluster = json.loads((run_dir / "cluster.json").read_text())["cluster"]
     return ClusterResult(run_dir=run_dir, isolation=mode, cluster=cluster, tasks=status["tasks"], results=results,
                          exposure=status.get("exposure"), elapsed_s=status.get("elapsed_s", 0.0),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from repro.core import atomic
 
-from .spec import ClusterSpec, Task, from_tf_config
+from .spec import ClusterSpec, Task, from_tf_config, name_of_slug
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,12 @@ def run_program(target: str) -> None:
     if run_dir:
         _, task = from_tf_config()
         atomic.write_json(Path(run_dir) / "results" / f"{task.slug}.json", {"value": value, "seconds": elapsed})
+
+
+def read_results(run_dir: Path) -> dict:
+    """What :func:`run_program` wrote: the programs' return values by task name (either launcher)."""
+    return {name_of_slug(p.stem): json.loads(p.read_text())["value"]
+            for p in sorted((Path(run_dir) / "results").glob("*.json"))}
 
 
 def _wait_address(timeout: float = 30.0) -> None:

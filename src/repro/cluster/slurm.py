@@ -29,7 +29,9 @@ import sys
 import time
 from pathlib import Path
 
-from .spec import ClusterError
+from .node import read_results
+from .slurm_task import layout
+from .spec import ClusterError, name_of_slug, role_names
 from .supervisor import ClusterTimeout, TaskFailed, describe_exit, tail
 
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
@@ -105,8 +107,6 @@ def _srun(run_dir: Path, name: str, k: int, indices: list[int], nodes: int, rela
 
 def step_commands(plan: dict, separate: list[int], nodes: int, name: str) -> list[list[str]]:
     """The ``srun`` command of each step: the main step on the first nodes, each separate task on its own."""
-    from .slurm_task import layout
-
     run_dir = Path(plan["run_dir"])
     parts = steps(len(layout(plan)), separate)
     main_nodes = max(1, min(len(parts[0]), nodes - len(parts) + 1))
@@ -245,23 +245,9 @@ class _AllocSteps(_Job):
                 p.wait()
 
 
-def _names(plan: dict) -> list[str]:
-    from .slurm_task import layout
-
-    counts: dict[str, int] = {}
-    names = []
-    for role in layout(plan):
-        names.append(f"{role}:{counts.get(role, 0)}")
-        counts[role] = counts.get(role, 0) + 1
-    return names
-
-
 def _exits(run_dir: Path) -> dict[str, int]:
-    out = {}
-    for p in (run_dir / "slurm" / "exit").glob("*.json"):
-        role, _, index = p.stem.rpartition("-")
-        out[f"{role}:{index}"] = json.loads(p.read_text())["code"]
-    return out
+    return {name_of_slug(p.stem): json.loads(p.read_text())["code"]
+            for p in (run_dir / "slurm" / "exit").glob("*.json")}
 
 
 def _log(run_dir: Path, name: str) -> Path:
@@ -333,7 +319,7 @@ def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
     """Run the cluster of ``plan`` (written by :func:`repro.cluster.run_cluster`) under SLURM; the fields of
     its :class:`repro.cluster.ClusterResult`."""
     run_dir = Path(plan["run_dir"])
-    names = _names(plan)
+    names = role_names(layout(plan))
     unknown = [n for n in separate_names if n not in names]
     if unknown:
         raise ClusterError(f"separate task {unknown[0]!r} is not in the cluster ({', '.join(names)})")
@@ -361,7 +347,7 @@ def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
         info["nodes"] = sorted({t["node"] for t in info["tasks"] if t.get("node")})
         (run_dir / "slurm.json").write_text(json.dumps(info, indent=1, default=str))
     return dict(run_dir=run_dir, isolation="slurm", cluster=_cluster(info["tasks"]), tasks=info["tasks"],
-                results=_results(run_dir), exposure=None, elapsed_s=round(time.monotonic() - t0, 3), scheduler=info)
+                results=read_results(run_dir), exposure=None, elapsed_s=round(time.monotonic() - t0, 3), scheduler=info)
 
 
 def _task_records(run_dir: Path, names: list[str]) -> list[dict]:
@@ -383,14 +369,6 @@ def _cluster(tasks: list[dict]) -> dict:
         if t["address"]:
             out.setdefault(t["role"], []).append(t["address"])
     return out
-
-
-def _results(run_dir: Path) -> dict:
-    results = {}
-    for path in sorted((run_dir / "results").glob("*.json")):
-        role, _, index = path.stem.rpartition("-")
-        results[f"{role}:{index}"] = json.loads(path.read_text())["value"]
-    return results
 
 
 def job_rows(root: Path) -> list[dict]:

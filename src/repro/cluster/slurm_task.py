@@ -25,7 +25,7 @@ from pathlib import Path
 
 from repro.core import atomic
 
-from .spec import ClusterError, ClusterSpec, Task, make_spec
+from .spec import ClusterError, ClusterSpec, Task, make_spec, role_names
 
 
 def layout(plan: dict) -> list[str]:
@@ -89,12 +89,9 @@ def rendezvous(run_dir: Path, total: int, timeout: float) -> tuple[ClusterSpec, 
 
 def step_of(run_dir: Path, name: str) -> str:
     """``JOB.STEP`` of task ``name`` (``worker:1``); a one-line error unless that step holds it alone."""
-    recs = [json.loads(p.read_text()) for p in (run_dir / "slurm" / "tasks").glob("*.json")]
-    counts: dict[str, int] = {}
-    for r in sorted(recs, key=lambda r: r["index"]):
-        r["name"] = f"{r['role']}:{counts.get(r['role'], 0)}"
-        counts[r["role"]] = counts.get(r["role"], 0) + 1
-    mine = next((r for r in recs if r["name"] == name), None)
+    recs = sorted((json.loads(p.read_text()) for p in (run_dir / "slurm" / "tasks").glob("*.json")),
+                  key=lambda r: r["index"])
+    mine = next((r for r, n in zip(recs, role_names(r["role"] for r in recs)) if n == name), None)
     if mine is None:
         raise ClusterError(f"no task {name} in this SLURM cluster")
     step = f"{mine['job']}.{mine['step']}"

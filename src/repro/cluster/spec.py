@@ -51,6 +51,22 @@ class Task:
         return f"{self.role}-{self.index}"
 
 
+def name_of_slug(slug: str) -> str:
+    """``worker-1`` (a :attr:`Task.slug`, a log or result file's stem) back to ``worker:1``."""
+    role, _, index = slug.rpartition("-")
+    return f"{role}:{index}"
+
+
+def role_names(roles: Iterable[str]) -> list[str]:
+    """``role:index`` of each task, in order, numbered within its role (as :func:`make_spec` does)."""
+    counts: dict[str, int] = {}
+    names = []
+    for role in roles:
+        names.append(f"{role}:{counts.get(role, 0)}")
+        counts[role] = counts.get(role, 0) + 1
+    return names
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """An ordered, validated list of tasks (see :func:`make_spec`)."""
