@@ -2,13 +2,14 @@
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
 #   make test   create .venv if missing, run ruff and the whole test suite (every tier)
 #   make test-unit   the fast tier alone (tests/unit, under a minute)
+#   make test-extras the tests that need an optional part (marker `extras`), alone
 PYTHON ?= python3
 VENV   ?= .venv
 PROFILE ?= smoke
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test test-unit lint env run benchmark clean
+.PHONY: book test test-unit test-extras lint env run benchmark clean
 book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
@@ -18,6 +19,9 @@ test: lint
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15 tests/unit
+
+test-extras: $(STAMP)
+	$(BIN)/python -m pytest -v --durations=15 -m extras
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

@@ -4,7 +4,7 @@ Tests live in tiers: ``unit/`` (under a minute in all, ``make test-unit``: no no
 training, no dataset load), ``smoke/`` (what starts real processes or trains: local clusters, the
 training engines on small data, and every notebook on the ``smoke`` profile through papermill, then
 invariants of what it wrote), ``functional/`` (cpu-profile numbers
-against ``published/cpu``), ``book/`` (the built book, in a browser too); ``jax/`` holds cases that need
+against ``published/cpu``), ``book/`` (the built book, in a browser too); ``jax_cases/`` holds cases that need
 Keras on JAX, run by smoke tests in a JAX-only child process (not collected here). Slow tests are marked
 ``slow`` or ``functional``; all run in CI. Tests marked ``gpu`` are skipped where no GPU is visible.
 """
@@ -16,15 +16,37 @@ import os
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+pytest_plugins = ["pytester"]  # tests/unit/test_test_layout.py runs this conftest in a scratch project
+
+
+EXTRAS_MARK = "extras"  # a test that needs an optional part (see `need`); `pytest -m extras` runs just those
+EXTRAS_FIXTURES = ("need", "need_jax", "jax_only_env")  # the fixtures through which a test asks for one
+_RUNNING: dict = {}  # the test whose set-up or call is under way (for `need`'s check)
+
+
+def unmarked_extras(items) -> list[str]:
+    """Tests that ask for an optional part through a fixture but lack the ``extras`` marker."""
+    return [item.nodeid for item in items
+            if set(EXTRAS_FIXTURES) & set(getattr(item, "fixturenames", ()))
+            and not item.get_closest_marker(EXTRAS_MARK)]
 
 
 def pytest_collection_modifyitems(config, items):
     from repro.core import provenance
 
+    unmarked = unmarked_extras(items)
+    if unmarked:
+        raise pytest.UsageError(f"{len(unmarked)} test(s) need an optional part but are not marked "
+                                f"@pytest.mark.{EXTRAS_MARK}: {', '.join(unmarked)}")
     gpu = [item for item in items if item.get_closest_marker("gpu")]
     if gpu and not provenance.nvidia_smi_gpus():
         for item in gpu:
             item.add_marker(pytest.mark.skip(reason="no GPU visible (nvidia-smi lists none)"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _RUNNING["item"] = item
 
 
 REQUIRE_EXTRAS = "REPRO_REQUIRE_EXTRAS"  # set by .ci/run: optional parts must be there, not skipped
@@ -36,9 +58,14 @@ def need():
 
     Optional parts (Debian's Fashion-MNIST, headless Chromium, Horovod) are not on every machine, so
     such tests skip there; CI installs them and sets ``REPRO_REQUIRE_EXTRAS=1``, where a missing part fails.
+    Every such test carries ``@pytest.mark.extras`` (checked at collection, and here for a part asked for
+    from inside a test), so that CI's second stage runs exactly them: ``pytest -m extras``.
     """
 
     def check(what: str, present: bool, how_to_get: str) -> None:
+        item = _RUNNING.get("item")
+        if item is not None and not item.get_closest_marker(EXTRAS_MARK):
+            pytest.fail(f"{item.nodeid} needs {what} (an optional part) but is not marked @pytest.mark.{EXTRAS_MARK}")
         if present:
             return
         if os.environ.get(REQUIRE_EXTRAS):

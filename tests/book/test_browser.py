@@ -21,6 +21,8 @@ import pytest
 from repro.book import build as book
 from repro.core import params, results
 
+pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
+
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = (results.project_root() or Path.cwd()) / "_build" / "screenshots"
 

@@ -41,11 +41,11 @@ def test_sync_ps_applies_one_averaged_update_per_step(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("program", ["ring", "horovod"])
-def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
+@pytest.mark.parametrize("program", ["ring", pytest.param("horovod", marks=pytest.mark.extras)])
+def test_all_reduce_keeps_replicas_identical(program, tmp_path, request):
     """Two workers on different data (MWMS ring; Horovod over Gloo): identical start and identical end."""
     if program == "horovod":
-        need("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
+        request.getfixturevalue("need")("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
     res = cluster.run_cluster(f"{PROGRAMS}:{program}", workers=2, ps=0, chief=False, program_roles=("worker",),
                               kwargs={"models": [{"name": "tiny", "image_size": 16}], "batch_size": 4,
                                       "warmup_steps": 1, "steps": 2, "learning_rate": 0.1, "num_classes": 4,
@@ -63,6 +63,7 @@ def test_all_reduce_keeps_replicas_identical(program, tmp_path, need):
 
 
 @pytest.mark.slow
+@pytest.mark.extras
 def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
     """Horovod on the emulated network (each worker its own node, address and host name): it waits
     t_grad, averages zeros of the real shapes over Gloo through the shaped links, replicas stay identical."""

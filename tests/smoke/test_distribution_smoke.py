@@ -43,8 +43,10 @@ print(json.dumps({"gap": gap, "weights": moved, "loss_gap": float(np.max(np.abs(
 """
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-def test_two_replicas_train_as_one_device_does(backend, need_jax, tmp_path):
+@pytest.mark.parametrize("backend", ["tensorflow", pytest.param("jax", marks=pytest.mark.extras)])
+def test_two_replicas_train_as_one_device_does(backend, tmp_path, request):
+    if backend == "jax":
+        request.getfixturevalue("need_jax")
     env = {"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
     out = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True, text=True,

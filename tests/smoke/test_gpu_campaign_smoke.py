@@ -23,6 +23,8 @@ import pytest
 from repro.core import harness, paths
 from repro.ml import training
 
+pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
+
 STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study"}
 
 

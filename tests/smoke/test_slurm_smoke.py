@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +20,8 @@ import pytest
 
 from repro import cluster
 from repro.core import harness, results
+
+pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = "/run/repro-slurm/slurm.conf"
@@ -33,8 +36,8 @@ FACTOR = 1.5 * FACTOR_SEEN_LOCAL
 def testbed(need):
     """``SLURM_CONF`` of the running testbed (skip, or fail under REPRO_REQUIRE_EXTRAS, where it is down)."""
     conf = os.environ.get("SLURM_CONF", CONF)
-    up = Path(conf).exists() and subprocess.run(["sinfo"], env={**os.environ, "SLURM_CONF": conf},
-                                                capture_output=True).returncode == 0
+    up = Path(conf).exists() and shutil.which("sinfo") is not None and subprocess.run(
+        ["sinfo"], env={**os.environ, "SLURM_CONF": conf}, capture_output=True).returncode == 0
     need("the SLURM testbed", up, "tools/slurm_testbed.sh up (root; apt-get install slurmctld slurmd "
                                   "slurm-client munge)")
     old = os.environ.get("SLURM_CONF")

@@ -10,6 +10,8 @@ import pytest
 
 from repro.core import harness, paths, results
 
+pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
+
 # tests/smoke/test_staleness_engines_smoke.py's engine cases: trajectories computed by hand, k = 1 averaging equal to
 # one machine on the global batch, a NumPy re-implementation of averaging, the threaded run's log
 ENGINE_CASES = ("tau_zero", "delay_queue", "scaling_divides", "soft_sync_applies", "scaling_plus_soft_sync",

@@ -63,6 +63,7 @@ def test_cifar10_standin_is_padded_rgb_and_declared(fake_fashion):
     assert ds.info["stand_in_for"] == "cifar10"
 
 
+@pytest.mark.extras
 def test_full_fashion_mnist_from_debian(need):
     need("Debian's dataset-fashion-mnist", data.fashion_dir() is not None, data.FASHION_HOW_TO_GET)
     ds = data.load("fashion_mnist", n_train=10, n_test=10)
