@@ -8,8 +8,8 @@ is not up these tests skip (CI brings it up and sets ``REPRO_REQUIRE_EXTRAS``: t
 from __future__ import annotations
 
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
