@@ -12,8 +12,9 @@ from repro.core import paths
 
 pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
 
-CASES = 8  # tests/jax_cases/fused_cases.py: backend, fit equality (float32, float32 scanned, mixed_float16), deadline,
-# scan with one step per chunk, resume, fit resumes fused
+CASES = 11  # tests/jax_cases/fused_cases.py: backend, fit equality (float32 and float64, each unscanned and
+# scanned, mixed_float16), deadline, scan with one step per chunk (Adam in float64, momentum in float32), resume,
+# fit resumes fused
 
 
 def test_fused_trainer_cases_hold_under_jax(jax_only_env):
