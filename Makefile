@@ -3,13 +3,14 @@
 #   make test   create .venv if missing, run ruff and the whole test suite (every tier)
 #   make test-unit   the fast tier alone (tests/unit, under a minute)
 #   make test-extras the tests that need an optional part (marker `extras`), alone
+#   make mutation    mutation testing of the verdict modules (mutmut; not in CI: tens of minutes here)
 PYTHON ?= python3
 VENV   ?= .venv
 PROFILE ?= smoke
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test test-unit test-extras lint env run benchmark clean
+.PHONY: book test test-unit test-extras mutation lint env run benchmark clean
 book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
@@ -22,6 +23,13 @@ test-unit: $(STAMP)
 
 test-extras: $(STAMP)
 	$(BIN)/python -m pytest -v --durations=15 -m extras
+
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[mutation]"
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2 || true
+	$(BIN)/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
+	$(BIN)/mutmut results
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

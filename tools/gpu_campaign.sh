@@ -71,6 +71,7 @@ experiment_of() {
 
 prepare() {
   prepare_wheels
+  carry_commit
   local src
   mkdir -p "$CARRY/datasets/fashion-mnist" "$STATE"
   src=$("$PY" -c "from repro.ml import data; print(data.fashion_dir() or '')")
@@ -95,6 +96,13 @@ prepare_wheels() {
     -d "$CARRY/wheels" $WHEELS
 }
 
+carry_commit() {  # the GPU machine gets the tree without .git: the commit and tree state travel in .carry
+  mkdir -p "$CARRY"
+  "$PY" -c "import json; from repro.core import provenance; print(json.dumps(provenance.git_commit()))" \
+    > "$CARRY/git.json.tmp" && mv "$CARRY/git.json.tmp" "$CARRY/git.json"
+  say "commit carried: $(cat "$CARRY/git.json")"
+}
+
 carry_check() {  # the call carries the tree (tracked, and untracked files git does not ignore) and .carry
   local tree carry over=${1:-die}
   tree=$(git ls-files -z --cached --others --exclude-standard | { du --files0-from=- -cb 2>/dev/null || true; } | tail -1 | cut -f1)
@@ -109,6 +117,7 @@ carry_check() {  # the call carries the tree (tracked, and untracked files git d
 
 resume() {  # .carry/state becomes what the tarballs hold: checkpoints, the JAX cache, finished runs
   local tarball first
+  carry_commit
   rm -rf "$STATE/results" "$STATE/jax-cache"
   mkdir -p "$STATE/results"
   for tarball in "$@"; do

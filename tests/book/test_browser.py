@@ -117,9 +117,11 @@ def check_site(driver, html_dir: Path, base: str, shots: Path) -> dict:
                 problems.append(f"{page}: chapter shows no figure")
             if verdict_tables == 0:
                 problems.append(f"{page}: chapter has no table with a verdict column")
+            if "Claims of this chapter" not in driver.find_element("tag name", "article").text:
+                problems.append(f"{page}: chapter shows no count of its claims per tier")
     driver.get(base + "book/intro.html")
     text = driver.find_element("tag name", "article").text
-    if not re.search(r"\d+ claims: ", text):
+    if not re.search(r"\d+ claims, each counted once", text):
         problems.append("front page: no claims ledger")
     shots.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(shots / "front.png"))
@@ -146,9 +148,10 @@ def test_published_book_in_a_browser(browser, tmp_path, serve):
     index = book.build(profile, out=tmp_path / "published", results_dir=book.published_root(), quiet=True)
     check_site(browser, index.parent, serve(index.parent), SCREENSHOTS / f"published-{profile}")
     front = (index.parent / "book" / "intro.html").read_text(encoding="utf-8")
-    total = int(re.search(r"(\d+) claims: ", front).group(1))
+    total = int(re.search(r"(\d+) claims, each counted once across the profiles", front).group(1))
     assert total >= 40  # the published cpu ledger: every chapter's claims, not a stub
-    # the per-paper overview above the rows ends with the totals row, whose last cell is that count
-    row = re.search(r"<strong>all</strong>.*?</tr>", front, re.S).group(0)
-    assert re.findall(r"<strong>(\d+)</strong>", row)[-1] == str(total)
+    # the overviews above the rows (tier, paper, basis) end with a totals row, whose last cell is that count
+    rows = re.findall(r"<strong>all</strong>.*?</tr>", front, re.S)
+    assert len(rows) == 3 and all(re.findall(r"<strong>(\d+)</strong>", r)[-1] == str(total) for r in rows)
+    assert "{cite:t}" not in front and "also" in front  # the other profiles' verdicts of a claim
     assert "Convergent" in front and "illegible" not in front  # cloudcost2017 cited by its short title

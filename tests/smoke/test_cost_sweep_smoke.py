@@ -60,7 +60,7 @@ def test_smoke_notebook_results(smoke_runs):
         assert f["8-12 CPU cores are cost-optimal for MNIST"].startswith(f"not testable here (only 1..{os.cpu_count()} cores")
     assert f["training needs far more memory than the weights (source [11]: ResNet-50)"].startswith("not comparable")
     led = pd.read_csv(run_dir / "ledger.csv")
-    assert list(led.columns) == ledger.COLUMNS + [ledger.TOLERANCE] and len(led) == len(pvo) == len(said)
+    assert list(led.columns) == ledger.STORED and len(led) == len(pvo) == len(said)
     sums = led.set_index("claim").loc[said["gpu_dearer_so_cpu_optimal"].text]  # the paper's own numbers
     assert (sums["category"], sums["basis"]) == ("consistent", "equations")
     assert pvo["verdict"].str.contains("not testable here").sum() >= 4  # 2 cores, no GPU, no Docker engine

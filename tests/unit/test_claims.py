@@ -9,7 +9,7 @@ from repro.core.claims import Claim, ClaimsError, Measured
 
 def _claim(**kw):
     base = dict(id="c", paper="cloudcost2017", text="t", paper_value="1", source="s", evidence="e",
-                check="holds", stochastic=True)
+                check="holds", stochastic=True, counterfactual="a run that measures the opposite (test_x)")
     return Claim(**{**base, **kw})
 
 
@@ -126,3 +126,21 @@ def test_the_claim_schema_names_the_file_the_claim_and_the_field(change, message
     assert "\n" not in str(err.value)
     c = claims._claim("x", dict(base, check="within", reference=2, tolerance=1, tolerance_source="s"))
     assert (c.paper_value, c.reference_value, c.tolerance, c.band) == ("1", 2, 1, None)
+
+
+def test_a_decisive_measured_verdict_needs_the_claims_counterfactual_and_every_row_has_a_tier():
+    """Decisive on basis measured only where claims.yaml names the run under which the other outcome would
+    appear; the tier follows the basis, and a row with nothing of ours keeps the claim's declared tier."""
+    bare = _claim(counterfactual="")
+    with pytest.raises(ClaimsError, match="'c': a decisive verdict on basis measured needs claims.yaml's counterfactual"):
+        claims.row(bare, Measured("yes", holds=True, runs=2))
+    assert claims.row(bare, Measured("yes", holds=True, basis="equations"))["tier"] == "papers' own numbers"
+    assert claims.row(bare, Measured("yes", holds=True, basis="emulated", runs=2))["tier"] == "predictions"
+    assert claims.row(bare, Measured("yes", holds=True, basis="model"))["tier"] == "predictions"
+    assert claims.row(bare, Measured("x", gate=V.not_comparable("stand-in"), runs=1))["tier"] == "measured"
+    asks = _claim(tier="papers' own numbers")
+    assert claims.row(asks, Measured("–", gate=V.not_measured("later"), basis="none"))["tier"] == "papers' own numbers"
+    assert claims.row(_claim(), Measured("yes", holds=True, runs=2))["tier"] == "measured"
+    with pytest.raises(ClaimsError, match="tier"):
+        claims._claim("x", {**dict(id="c", paper="p", text="t", paper_value="1", source="s", evidence="e",
+                                  check="holds"), "tier": "strong"})

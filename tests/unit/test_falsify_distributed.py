@@ -6,9 +6,8 @@ import falsify
 import pandas as pd
 import pytest
 
-from repro.core import claims
 from repro.experiments.distributed import arithmetic, verdicts
-from repro.experiments.distributed.common import FAULT_COLUMNS, PS_BYTES
+from repro.experiments.distributed.common import FAULT_COLUMNS
 
 EXPERIMENT = "distributed"
 P = {"workers": [1, 2], "threads_per_worker": 1}
@@ -36,18 +35,6 @@ def _pair(cid: str, true: dict, false: dict, **kw):
 def _table1(model: str, true: tuple, false: tuple):
     row = lambda pm, gf: {"ours_params_m": pm, "ours_gflops": gf}  # noqa: E731
     return lambda: (verdicts.table1_row(model, row(*true)), verdicts.table1_row(model, row(*false)))
-
-
-def _sweep(ps_mb: float, ring_mb: float) -> pd.DataFrame:
-    """A bandwidth sweep at two rates, resnet50 at 2 workers: the PS link's and a ring worker's MB per step."""
-    return pd.DataFrame([{"method": m, "bandwidth": bw, "model": "resnet50", "workers": 2,
-                          "measured_sent_mb_per_step": mb, "measured_received_mb_per_step": 0.99 * mb}
-                         for bw in ("100mbit", "1gbit") for m, mb in (("ps_sync", ps_mb), ("ring", ring_mb))])
-
-
-def _ps_bytes(true: tuple, false: tuple):
-    ratio = claims.load(EXPERIMENT)[PS_BYTES].threshold("min_ratio")
-    return lambda: (verdicts.ps_extra_data(_sweep(*true), ratio), verdicts.ps_extra_data(_sweep(*false), ratio))
 
 
 VALIDATED = pd.DataFrame({"error": [0.05, -0.03]})  # the model within 5 % of the emulated grid
@@ -89,8 +76,6 @@ CASES = {
     "table1_resnet50": _table1("resnet50", (25.6, 10.1), (25.6, 7.7)),
     # InceptionV4 as printed (65 M, 20 GFLOPs) against as built here (42.7 M, 24.5 GFLOPs)
     "table1_inception4": _table1("inception_v4", (65.3, 19.8), (42.74, 24.51)),
-    # the PS link at 2 x a ring worker's bytes per step (one PS, N = 2), or no more than it
-    "ps_extra_data": _ps_bytes((206.0, 103.0), (103.0, 103.0)),
     # Horovod / PS at N = 10: 0.9 / 0.5 and 0.7 / 0.3 (1.8, 2.3), or 0.6 / 0.5 and 0.3 / 0.3 (1.2, 1.0)
     "model_horovod": _model("model_horovod", (HVD, PS), ({"resnet50": _linear(100, 0.6), "vgg16": _linear(50, 0.3)}, PS)),
     "model_ring_scaling": _model("model_ring_scaling", (FLAT_VGG, PS), (HVD, PS)),

@@ -166,3 +166,18 @@ def test_the_book_takes_a_published_dir_named_after_the_gpu_not_the_profile(tmp_
     assert results.latest_run("mnist_cnn", "gpu-h200", root, need="notebook.ipynb") == run
     used = book.stage("gpu-h200", tmp_path / "stage", root, partial=True)
     assert used == [run] and (tmp_path / "stage" / "notebooks" / "01_mnist_cnn.ipynb").is_file()
+
+
+def test_a_tree_without_git_names_the_commit_the_campaign_carried(tmp_path):
+    """The lent GPU machine gets the tree without .git: provenance reads .carry/git.json (written here by
+    tools/gpu_campaign.sh prepare/resume), marked carried; with neither, the commit is unknown (None)."""
+    import json
+
+    from repro.core import provenance
+
+    assert provenance.git_commit(tmp_path) == {"commit": None, "dirty": None}
+    (tmp_path / ".carry").mkdir()
+    (tmp_path / ".carry" / "git.json").write_text(json.dumps({"commit": "abc123", "dirty": False}))
+    assert provenance.git_commit(tmp_path) == {"commit": "abc123", "dirty": False, "carried": True}
+    here = provenance.git_commit()  # a checkout: git itself, nothing carried
+    assert here["commit"] and "carried" not in here

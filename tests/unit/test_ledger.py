@@ -11,8 +11,10 @@ from repro.core import ledger, results
 
 def _row(verdict="reproduced", **kw):
     from repro.core import verdicts as V
-    return {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": verdict,
-            "category": V.category_of(verdict).value, "evidence": "t", "basis": "measured", "runs": 3, **kw}
+    row = {"paper": "p", "claim": "c", "paper_value": "1", "ours": "2", "verdict": verdict,
+           "category": V.category_of(verdict).value, "evidence": "t", "basis": "measured", "runs": 3, **kw}
+    tier = V.tier(row["basis"]).value if row["basis"] in ledger.BASES else "measured"
+    return {"tier": tier, **row}
 
 
 def test_verdict_categories():
@@ -27,7 +29,7 @@ def test_verdict_categories():
 
 
 def test_frame_rejects_incomplete_rows_and_mismatched_categories():
-    assert list(ledger.frame([_row()]).columns) == ledger.COLUMNS + [ledger.TOLERANCE]
+    assert list(ledger.frame([_row()]).columns) == ledger.STORED
     for col in ("evidence", "basis", "category"):
         with pytest.raises(ValueError, match="every column"):
             ledger.frame([{k: v for k, v in _row().items() if k != col}])
@@ -37,6 +39,8 @@ def test_frame_rejects_incomplete_rows_and_mismatched_categories():
         ledger.frame([_row("differs (x)", category="reproduced")])
     with pytest.raises(ValueError, match="do not fit"):
         ledger.frame([_row(basis="guess")])
+    with pytest.raises(ValueError, match="tier 'strong' is not one of"):
+        ledger.frame([_row(tier="strong")])
     # the tolerance column: given, or "–"
     assert ledger.frame([_row()]).loc[0, ledger.TOLERANCE] == "–"
     assert ledger.frame([_row(tolerance="±1: rounding")]).loc[0, ledger.TOLERANCE] == "±1: rounding"
@@ -56,21 +60,66 @@ def test_collect_and_markdown_link_to_the_evidence(tmp_path):
                          "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")})
     assert df["category"].tolist() == ["differs", "consistent", "not measured"]
     md = ledger.markdown(df)
-    assert md.startswith("3 claims: **1** consistent, **1** differs, **1** not measured.")
-    # the overviews above the rows: verdict counts per paper (ledger order) and per basis, with totals
-    assert "| paper | consistent | differs | not measured | all |" in md
-    assert "| {cite:t}`polishchuk2019` | 0 | 1 | 0 | 1 |" in md
-    assert "| {cite:t}`slampa2017` | 1 | 0 | 1 | 2 |" in md
-    assert "| basis | consistent | differs | not measured | all |" in md
-    assert "| measured | 0 | 1 | 0 | 1 |" in md and "| equations | 1 | 0 | 0 | 1 |" in md
-    assert md.count("| **all** | **1** | **1** | **1** | **3** |") == 2
+    assert md.startswith("3 claims, each counted once. Per tier")
+    # the overviews above the rows: verdict counts per tier, per paper (ledger order) and per basis, with
+    # the decided verdicts and all rows
+    assert "| tier | consistent | differs | not measured | decided | all |" in md
+    assert "| measured | 0 | 1 | 1 | 1 | 2 |" in md and "| papers' own numbers | 1 | 0 | 0 | 1 | 1 |" in md
+    assert "| paper | consistent | differs | not measured | decided | all |" in md
+    assert "| {cite:t}`polishchuk2019` | 0 | 1 | 0 | 1 | 1 |" in md
+    assert "| {cite:t}`slampa2017` | 1 | 0 | 1 | 1 | 2 |" in md
+    assert "| basis | consistent | differs | not measured | decided | all |" in md
+    assert "| measured | 0 | 1 | 0 | 1 | 1 |" in md and "| equations | 1 | 0 | 0 | 1 | 1 |" in md
+    assert md.count("| **all** | **1** | **1** | **1** | **2** | **3** |") == 3
     assert md.index("| **all** |") < md.index("Adam &#124; best")
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">optimizers</a>' in md
-    # a pipe inside a cell cannot break the table; every row says its tolerance and where it comes from
-    assert "| rank 3 | **differs** (rank 3) | measured (2) | rank 1 or 2: the paper's wording |" in md
-    assert "| 0.34 | **consistent** (own equations) | equations | – |" in md
+    # a pipe inside a cell cannot break the table; every row says its tier, its tolerance and where it comes from
+    assert "| rank 3 | **differs** (rank 3) | measured | measured (2) | rank 1 or 2: the paper's wording |" in md
+    assert "| 0.34 | **consistent** (own equations) | papers' own numbers | equations | – |" in md
     assert "Adam &#124; best" in md
     assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md
+    assert ledger.tier_counts(df) == "*measured*: 1 decided of 2; *papers' own numbers*: 1 decided of 1"
+
+
+def _profiles(*rows):
+    return pd.DataFrame([{**_row(v, basis=b, runs=r), "experiment": "e", "page": "p", "profile": prof, "claim": c,
+                          "tolerance": "–"}
+                         for prof, c, v, b, r in rows])
+
+
+def test_one_row_per_claim_keeps_the_strongest_evidence_and_names_the_others():
+    df = _profiles(("cpu", "a", "not comparable (stand-in)", "measured", 1),
+                   ("emulated", "a", "consistent", "emulated", 2),
+                   ("cpu", "b", "consistent", "equations", 0), ("emulated", "b", "consistent", "equations", 0),
+                   ("cpu", "c", "differs (x)", "measured", 2), ("emulated", "c", "consistent", "emulated", 2),
+                   ("cpu", "d", "not testable here (2 cores)", "measured", 1),
+                   ("emulated", "d", "not comparable (x)", "emulated", 3))
+    one = ledger.one_per_claim(df)
+    assert one["claim"].tolist() == ["a", "b", "c", "d"]  # each claim once, in the book's order
+    # a decided verdict beats a gate; on equal ground the book's own profile (first) stays; measured beats emulated
+    assert one["profile"].tolist() == ["emulated", "cpu", "cpu", "cpu"]
+    assert one["also"].tolist() == ["cpu: not comparable (measured)", "emulated: consistent (equations)",
+                                    "emulated: consistent (emulated)", "emulated: not comparable (emulated)"]
+    md = ledger.markdown(one)
+    assert md.startswith("4 claims, each counted once across the profiles `cpu`, `emulated`")
+    # the counterfactual: counted per profile, the same claims would be eight rows
+    assert len(df) == 8 and "| **all** |" in md and md.count(" | **4** |") == 3
+
+
+def test_a_book_merges_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):
+    root = tmp_path / "published"
+    for prof, verdict, basis in (("cpu", "not comparable (x)", "measured"), ("emulated", "consistent", "emulated"),
+                                 ("smoke", "reproduced", "measured")):
+        run = root / prof / "exp" / f"2026-{prof}"
+        run.mkdir(parents=True)
+        (run / "provenance.json").write_text("{}")
+        ledger.frame([_row(verdict, basis=basis, runs=2)]).to_csv(run / "ledger.csv", index=False)
+    used = {"exp": (root / "cpu" / "exp" / "2026-cpu", "notebooks/x")}
+    front = book.front_ledger("cpu", root, used)
+    assert front[["profile", "category", "also"]].values.tolist() == [
+        ["emulated", "consistent", "cpu: not comparable (measured)"]]
+    assert book.front_ledger("smoke", root, {"exp": (root / "smoke" / "exp" / "2026-smoke", "x")})[
+        "profile"].tolist() == ["smoke"]
 
 
 def test_a_ledger_without_the_basis_columns_is_refused_in_one_line_naming_the_file(tmp_path):
@@ -80,7 +129,7 @@ def test_a_ledger_without_the_basis_columns_is_refused_in_one_line_naming_the_fi
         ledger.collect({"x": (tmp_path, "notebooks/x")})
     msg = str(err.value)
     assert "\n" not in msg and str(tmp_path / "ledger.csv") in msg and "repro rejudge" in msg
-    assert all(col in msg for col in ("category", "basis", "runs", "tolerance"))
+    assert all(col in msg for col in ("category", "basis", "runs", "tier", "tolerance"))
 
 
 def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch):

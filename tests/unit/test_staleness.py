@@ -132,7 +132,7 @@ def test_thread_runs_run_once_per_n_and_seed_and_count_the_runs(monkeypatch):
                              "apply_version": stale, "staleness": stale})
 
     monkeypatch.setattr(study, "threaded_async_run", fake)
-    m = study.Models({"seeds": [0, 1], "thread_workers": [2, 4], "thread_updates": 3, "batch_size": 2,
+    m = study.Models({"seeds": [7], "thread_seeds": [0, 1], "thread_workers": [2, 4], "thread_updates": 3, "batch_size": 2,
                       "async_learning_rate": 0.1}, types.SimpleNamespace(x_train=None, y_train=None))
     log, summary, dist = study.thread_runs(m)
     assert len(log) == (2 + 4) * 3 * 2 and set(log["seed"]) == {0, 1}

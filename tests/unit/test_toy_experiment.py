@@ -37,6 +37,7 @@ claims:
     tolerance: 0.05
     tolerance_source: "about 4.5 standard errors at 2,000 flips"
     stochastic: true
+    counterfactual: "a coin biased to heads, whose flips table shows heads 60 % of the time in both seeds (a toy: no falsification test)"
 """
 EXPERIMENT = '''\
 """A toy experiment: flip a coin."""

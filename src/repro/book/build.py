@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from repro.core import ledger, results
@@ -22,6 +23,44 @@ from repro.core.errors import ReproError
 
 class BookError(ReproError, RuntimeError):
     """The book cannot be built (missing runs, Sphinx warnings or errors)."""
+
+
+CHEAP_PROFILES = ("smoke", "rehearse")  # their books show their own rows only, and never join another's
+
+
+def companion_ledger(profile: str, results_dir: Path | None, used: dict) -> pd.DataFrame:
+    """The ledgers of the book's experiments under the other profiles of the same results root (``cpu`` beside
+    ``emulated``, a GPU run's profile, ...): the front page shows each claim once, with its strongest evidence."""
+    root = Path(results_dir) if results_dir else results.results_root()
+    if profile in CHEAP_PROFILES or not root.is_dir():
+        return ledger.collect({})
+    frames = []
+    for other in sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if other in (profile, *CHEAP_PROFILES):
+            continue
+        runs = {name: (run, page) for name, (_, page) in used.items()
+                if (run := results.latest_run(name, other, root, need="ledger.csv")) is not None}
+        frames.append(ledger.collect(runs, other))
+    return pd.concat(frames, ignore_index=True) if frames else ledger.collect({})
+
+
+def front_ledger(profile: str, results_dir: Path | None, used: dict) -> pd.DataFrame:
+    """One row per claim: the book's own runs first, then its companions' (:func:`companion_ledger`)."""
+    own = ledger.collect(used, profile)
+    others = companion_ledger(profile, results_dir, used)
+    return ledger.one_per_claim(pd.concat([own, others], ignore_index=True) if len(others) else own)
+
+
+def add_chapter_summary(notebook: Path, rows: pd.DataFrame) -> None:
+    """A line under the chapter's title: its claims' decided verdicts per tier (from its run's ledger)."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    text = (f"**Claims of this chapter** (ledger of this run): {ledger.tier_counts(rows)}. "
+            "The tiers are explained on the front page.")
+    at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
+    nb.cells.insert(at, nbformat.v4.new_markdown_cell(text))
+    nbformat.write(nb, notebook)
 
 
 def toc_files(root: Path) -> list[str]:
@@ -121,6 +160,8 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bo
         target = dest / "notebooks"
         target.mkdir(exist_ok=True)
         shutil.copy2(run / "notebook.ipynb", target / spec.notebook)
+        if (run / "ledger.csv").is_file():
+            add_chapter_summary(target / spec.notebook, ledger.collect({spec.name: (run, entry)}, profile))
         data_dir = target / "data" / spec.name
         data_dir.mkdir(parents=True, exist_ok=True)
         for f in run.iterdir():
@@ -141,7 +182,7 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bo
         page.write_text(text, encoding="utf-8")
     generated = dest / "book" / "_generated"
     (generated / "absent.md").write_text(_absent_markdown(profile, missing), encoding="utf-8")
-    (generated / "ledger.md").write_text(ledger.markdown(ledger.collect(used)), encoding="utf-8")
+    (generated / "ledger.md").write_text(ledger.markdown(front_ledger(profile, results_dir, used)), encoding="utf-8")
     (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
     return [run for run, _ in used.values()]
 

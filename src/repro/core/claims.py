@@ -24,6 +24,12 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     decisive:    false for a claim that this package can only gate (not comparable / not testable);
     why_not_decisive: then required: why no run of ours can decide it
     rule:        experiment-specific data for how the claim is checked (validated by the experiment)
+    tier:        the kind of question the claim asks where nothing of ours decides it (basis none):
+                 measured (default), papers' own numbers, predictions; a decided row's tier is its basis'
+                 (:data:`repro.core.verdicts.TIER_OF_BASIS`)
+    counterfactual: the run configuration or recorded data under which our experiment would give the
+                 opposite outcome, and the test that feeds it to the judge (``tests/...py::test_name``);
+                 required for a decisive verdict on basis measured
 
 Every claim that can be decisive has a falsification test (tests/unit/test_falsify_*.py) that feeds
 its judge the claim false and the claim true and sees the verdict flip.
@@ -73,6 +79,8 @@ class Claim:
     decisive: bool = True
     why_not_decisive: str = ""
     rule: dict | None = None
+    tier: str = V.Tier.MEASURED.value
+    counterfactual: str = ""
 
     def reference(self) -> float:
         """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
@@ -138,6 +146,8 @@ class ClaimSpec(BaseModel):
     decisive: bool = True
     why_not_decisive: str = ""
     rule: dict | None = None
+    tier: Literal[tuple(t.value for t in V.Tier)] = V.Tier.MEASURED.value  # type: ignore[valid-type]
+    counterfactual: str = ""
 
     @model_validator(mode="after")
     def _rules(self) -> "ClaimSpec":
@@ -262,9 +272,13 @@ def row(claim: Claim, m: Measured) -> dict:
     if verdict.decisive and not claim.decisive:
         raise ClaimsError(f"claim {claim.id!r} is marked decisive: false ({claim.why_not_decisive}) "
                           f"but got a decisive verdict: {verdict}")
+    if verdict.decisive and basis == "measured" and not claim.counterfactual.strip():
+        raise ClaimsError(f"claim {claim.id!r}: a decisive verdict on basis measured needs claims.yaml's "
+                          f"counterfactual (the run under which the other outcome would appear): {verdict}")
     return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
             "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
-            "basis": str(basis), "runs": int(runs), _ledger.TOLERANCE: tolerance_text(claim)}
+            "basis": str(basis), "runs": int(runs), _ledger.TIER: V.tier(basis, claim.tier).value,
+            _ledger.TOLERANCE: tolerance_text(claim)}
 
 
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments"):

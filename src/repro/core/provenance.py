@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -32,8 +33,13 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+CARRIED_GIT = Path(".carry") / "git.json"  # written by tools/gpu_campaign.sh where .git is, read where it is not
+
+
 def git_commit(root: Path | None = None) -> dict:
-    """Commit of the checkout and whether source files differ from it (results ignored)."""
+    """Commit of the checkout and whether source files differ from it (results ignored). A tree without
+    ``.git`` (the lent GPU machine's copy) reads the state that ``tools/gpu_campaign.sh`` carried with it,
+    marked ``carried``; with neither, the commit is None (unknown)."""
     root = root or project_root()
     if root is None:
         return {"commit": None, "dirty": None}
@@ -46,8 +52,16 @@ def git_commit(root: Path | None = None) -> dict:
             timeout=10
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        return _carried_commit(root)
     return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def _carried_commit(root: Path) -> dict:
+    try:
+        rec = json.loads((root / CARRIED_GIT).read_text(encoding="utf-8"))
+        return {"commit": str(rec["commit"]), "dirty": bool(rec["dirty"]), "carried": True}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"commit": None, "dirty": None}
 
 
 def cpu_model() -> str:
@@ -134,8 +148,6 @@ def hardware() -> dict:
 def keras_backend() -> str:
     """The backend Keras will use (``KERAS_BACKEND``, else ``~/.keras/keras.json``, else tensorflow),
     read without importing Keras."""
-    import json
-
     if os.environ.get("KERAS_BACKEND"):
         return os.environ["KERAS_BACKEND"]
     config = Path(os.environ.get("KERAS_HOME", Path.home() / ".keras")) / "keras.json"

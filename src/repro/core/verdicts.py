@@ -53,6 +53,31 @@ class Basis(str, Enum):
         return self.value
 
 
+class Tier(str, Enum):
+    """The kind of question a verdict answers (the front page counts each apart):
+
+    * ``measured``: our runs decide, and the experiment itself could have produced the other outcome;
+    * ``papers' own numbers``: the papers' equations, tables and arithmetic: does a paper agree with itself;
+    * ``predictions``: emulations and the analytic model: what the papers' hardware implies."""
+
+    MEASURED = "measured"
+    OWN_NUMBERS = "papers' own numbers"
+    PREDICTIONS = "predictions"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TIER_OF_BASIS = {Basis.MEASURED: Tier.MEASURED, Basis.EQUATIONS: Tier.OWN_NUMBERS, Basis.EMULATED: Tier.PREDICTIONS,
+                 Basis.MODEL: Tier.PREDICTIONS}
+
+
+def tier(basis: Basis | str, asks: Tier | str = Tier.MEASURED) -> Tier:
+    """The tier of a row on ``basis``; a row with nothing of ours behind it (basis none) stays in the tier of
+    the question its claim asks (``asks``: claims.yaml's ``tier``)."""
+    return TIER_OF_BASIS.get(Basis(basis), Tier(asks))
+
+
 MIN_RUNS = 2  # independent runs behind a decisive verdict on a stochastic quantity
 OBSERVED = frozenset({Category.REPRODUCED, Category.PARTLY, Category.DIFFERS})  # basis measured only
 CHECKED = frozenset({Category.CONSISTENT, Category.INCONSISTENT})  # equations, emulated, model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from repro.core import verdicts as V
 from repro.core.harness import Result
 from repro.experiments.staleness.async_sgd import MITIGATIONS
 from repro.experiments.staleness.study import EQUIVALENCE_TOLERANCE
@@ -102,5 +103,5 @@ def glue_numbers(result: Result) -> None:
     th = s.get("thread_mean_staleness", {})
     glue("stale_thread_means", ", ".join(f"{v:.2f} for N = {k}" for k, v in th.items()) or "not run")
     claims = tb["claims"]
-    glue("stale_claims_reproduced", int((claims["verdict"] == "reproduced").sum()))
+    glue("stale_claims_reproduced", int(sum(V.category_of(v) is V.Category.REPRODUCED for v in claims["verdict"])))
     glue("stale_claims_total", int(len(claims)))

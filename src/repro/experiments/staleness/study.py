@@ -215,12 +215,12 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 
 def thread_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Real multi-threaded async runs, one per N and seed: (log, staleness summary per N pooled over the seeds
-    with the number of runs, distribution per N)."""
+    """Real multi-threaded async runs, one per N and thread seed (``thread_seeds``): (log, staleness summary per
+    N pooled over the seeds with the number of runs and the sd of the per-run means, distribution per N)."""
     p, ds = m.p, m.ds
     logs = []
     if p["thread_updates"] > 0:
-        for seed in p["seeds"]:
+        for seed in p["thread_seeds"]:
             for n in p["thread_workers"]:
                 one = threaded_async_run(m.build, ds.x_train, ds.y_train, workers=n,
                                          updates_per_worker=p["thread_updates"], batch_size=p["batch_size"],
