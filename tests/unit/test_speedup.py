@@ -357,7 +357,7 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     result = Result(Path("."), {**PREDICT_ONLY, "measure": True}, {"experiment": "speedup"},
                     {"predictions": grid, "measured_vs_predicted": cmp})
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
-    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 32
+    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 33
     by_claim = ledger.set_index("claim")
     said = claims_mod.load(speedup.NAME)
     # the CPU runs stand in for the thesis' cluster: what they show is said, but decides nothing either way
@@ -376,8 +376,8 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
     assert not ledger["verdict"].str.startswith("reproduced").any()
     eq_rows = ledger[ledger["basis"] == "equations"]
-    assert len(eq_rows) == 20 and eq_rows["category"].value_counts().to_dict() == {
-        "consistent": 14, "inconsistent": 4, "not testable here": 2}
+    assert len(eq_rows) == 21 and eq_rows["category"].value_counts().to_dict() == {
+        "consistent": 14, "inconsistent": 5, "not testable here": 2}
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -493,7 +493,7 @@ def test_judge_re_derives_the_published_cpu_ledger():
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
     published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str).set_index("claim")
     assert ledger["category"].value_counts().to_dict() == {
-        "consistent": 14, "not comparable": 12, "not testable here": 2, "inconsistent": 4}
+        "consistent": 14, "not comparable": 12, "not testable here": 2, "inconsistent": 5}
     measured = ledger[ledger["basis"] == "measured"].set_index("claim")
     both = measured.index.intersection(published.index)
     assert len(both) == 5 and measured.loc[both, "ours"].tolist() == published.loc[both, "ours"].tolist()
@@ -554,3 +554,32 @@ def test_the_parameter_counts_view_is_judged_from_the_stored_table_and_can_fail(
     off = parameters.judged(table.assign(relative_difference=[0.01, 0.08]))["verdict"].tolist()
     assert off == ["inconsistent (+1.0% from the published count, tolerance 0.0%)",
                    "inconsistent (+8.0% from the published count, tolerance 5.0%)"]
+
+
+def test_the_replay_reruns_the_reported_cluster_at_the_thesis_d_and_alone_decides_it(monkeypatch):
+    """The replay: the distributed N = 8 cluster, new processes per repeat, at D = replay_batches and the grid's
+    dilation for that cluster; its runs alone then stand behind the configuration (mean, each run, their D)."""
+    from repro.experiments.speedup import emulation
+
+    calls = []
+
+    def fake_runs(q, base, emu, plan, tag):
+        calls.append((q["measure_batches"], q["measure_modes"], plan, tag))
+        seconds = 128 * 0.758 / (6.5 + 0.01 * len(calls))
+        return pd.DataFrame([{"network": "SqueezeNet", "mode": "sync-join", "server": "distributed", "workers": 8,
+                              "semaphore": False, "seconds": seconds}])
+
+    monkeypatch.setattr(emulation.sm, "runs", fake_runs)
+    p = {"emulate_workers": [1, 2, 4, 8], "replay_networks": ["SqueezeNet"], "replay_modes": ["sync-join"],
+         "replay_batches": 128, "replay_repeats": 5}
+    emu = emulation.Emulation(profile=emulation.hardware.load("gtx970-1gbit"), cores=2)
+    todo = [{"server": "distributed", "workers": 8, "networks": ["SqueezeNet"], "dilation": 4.67}]
+    rep = emulation.replay(p, emu, {"measure_batches": 8, "measure_modes": ["async"]}, Path("."), todo)
+    assert [c[3] for c in calls] == [f"replay{i}" for i in range(1, 6)]
+    assert all(c[0] == 128 and c[1] == ["sync-join"] and c[2][0]["dilation"] == 4.67 for c in calls)
+    assert rep["speedup"].round(3).tolist() == [6.51, 6.52, 6.53, 6.54, 6.55]
+    cmp = pd.DataFrame([{"network": "SqueezeNet", "mode": "sync-join", "server": "distributed", "workers": 8,
+                         "speedup_measured": 7.1}])
+    s = emulation.speedups({"emulated_vs_predicted": cmp, "emulated_replay": rep})
+    assert s.loc[0, "runs"] == 5 and s.loc[0, "batches"] == 128 and s.loc[0, "speedup_measured"] == pytest.approx(6.53)
+    assert s.loc[0, "each"] == pytest.approx(rep["speedup"].tolist())  # the grid's D = 8 run is not among them

@@ -12,8 +12,11 @@ the smallest ``k >= 1`` whose transfers this machine's cores can carry).
 Checks of the emulation itself (``emulation_checks``): a lone transfer takes
 ``bytes / rate + t_latency`` (probe), and with next to no communication (:data:`NULL`) sync-join
 on the distributed server gives ``S = N``; ``dilation_check`` re-runs one cluster at a second
-factor. Tables: ``emulated_probes``, ``emulated_runs``, ``emulated_vs_predicted``,
-``emulated_errors``, ``emulation_checks``, ``dilation_check``.
+factor. The replay (``replay_networks``): the distributed-server cluster with the most workers, for
+those networks and ``replay_modes``, again ``replay_repeats`` times at D = ``replay_batches`` (the
+thesis' 128), each time new processes (``replay_repeats``; 0: none): the runs behind the reported speedups. Tables:
+``emulated_probes``, ``emulated_runs``, ``emulated_vs_predicted``, ``emulated_errors``,
+``emulation_checks``, ``dilation_check``, ``emulated_replay``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from repro.core import paper as _paper
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.speedup import measure as sm
+from repro.experiments.speedup import rounding
 from repro.experiments.speedup.programs import NULL_NETWORK as NULL
 
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
@@ -80,6 +84,12 @@ def check(p: dict) -> None:
     if not p["count_parameters"]:
         raise ParameterError("parameter 'count_parameters': the emulation needs the model sizes (set it true)")
     sm.check(params_for(p))
+    if p.get("replay_repeats"):
+        if "distributed" not in p["emulate_servers"] or not set(p["replay_networks"]) <= set(p["emulate_networks"]):
+            raise ParameterError("parameter 'replay_networks': the replay re-runs the distributed-server cluster "
+                                 "of the emulated grid (emulate_servers needs distributed, emulate_networks these "
+                                 f"networks), got {p['replay_networks']}")
+        sm.check(dict(params_for(p), measure_batches=p["replay_batches"], measure_modes=p["replay_modes"]))
 
 
 def flows(server: str, n: int, modes: list[str], ps_on_workers: bool = False) -> int:
@@ -208,7 +218,25 @@ def measure(run, p: dict, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
         second = sm.runs(q, base, emu, again, tag="dilation-check")
         t_grad = {m: emu.profile.t_grad(m) for m in p["emulate_networks"]}
         tables["dilation_check"] = dilation_check(runs, second, t_grad, q["measure_batches"])
+    if p.get("replay_repeats"):
+        tables["emulated_replay"] = replay(p, emu, q, base, todo)
     return tables
+
+
+def replay(p: dict, emu: Emulation, q: dict, base, todo: list[dict]) -> pd.DataFrame:
+    """The distributed-server cluster with the most workers, for ``replay_networks`` in ``replay_modes``,
+    ``replay_repeats`` times at D = ``replay_batches``, each a new cluster at the grid's dilation for it;
+    one row per run, with its speedup D t_grad / seconds."""
+    n = max(p["emulate_workers"])
+    k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)
+    r = dict(q, measure_batches=p["replay_batches"], measure_modes=p["replay_modes"])
+    cluster_ = [{"server": "distributed", "workers": n, "networks": list(p["replay_networks"]), "dilation": k}]
+    out = pd.concat([sm.runs(r, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
+                     for i in range(p["replay_repeats"])], ignore_index=True)
+    out = out[~out["semaphore"].astype(bool)].reset_index(drop=True)
+    out["batches"] = p["replay_batches"]
+    out["speedup"] = out["batches"] * out["network"].map(emu.profile.t_grad) / out["seconds"]
+    return out
 
 
 # Where the emulated distributed server is not the thesis' (a hardware profile without ps_on_workers, or
@@ -244,6 +272,22 @@ def speedups(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
                                          index=cmp.index[has], dtype=object)
         cmp.loc[has, "speedup_measured"] = (cmp.loc[has, "speedup_measured"] + second[has]) / 2
         cmp.loc[has, "runs"] = 2
+    return _replayed(cmp, tables.get("emulated_replay"))
+
+
+def _replayed(cmp: pd.DataFrame, rep: pd.DataFrame | None) -> pd.DataFrame:
+    """``cmp`` with the configurations of the replay (:func:`replay`) taken from its runs alone: they train the
+    thesis' D, where the grid's runs train a few batches (``batches``: the replay's D, else nan)."""
+    cmp = cmp.assign(batches=np.nan)
+    if rep is None or not len(rep):
+        return cmp
+    for key, g in rep.groupby(["network", "mode", "server", "workers"]):
+        hit = (cmp["network"] == key[0]) & (cmp["mode"] == key[1]) & (cmp["server"] == key[2]) \
+            & (cmp["workers"] == key[3])
+        for i in cmp.index[hit]:
+            cmp.at[i, "each"] = [float(x) for x in g["speedup"]]
+            cmp.loc[i, ["speedup_measured", "runs", "batches"]] = [float(g["speedup"].mean()), len(g),
+                                                                   int(g["batches"].iloc[0])]
     return cmp
 
 
@@ -280,8 +324,7 @@ def claim_values(tables: dict[str, pd.DataFrame], specs, said, profile: str, det
     local = shards_on_workers(tables)
     distributed = {s["id"] for s in specs if s.get("config", {}).get("server") == "distributed"}
     out = {}
-    for cid, (ours, ok, runs, detail) in _values(tables, specs, said, profile).items():
-        gate = None
+    for cid, (ours, ok, runs, detail, gate) in _values(tables, specs, said, profile).items():
         if cid == "one_worker_distributed_measured":
             gate = LOCAL_GATE if local else TOPOLOGY_GATE
         elif (cid in TOPOLOGY_BOUND or cid in distributed) and not local:
@@ -291,11 +334,12 @@ def claim_values(tables: dict[str, pd.DataFrame], specs, said, profile: str, det
 
 
 def _values(tables: dict[str, pd.DataFrame], specs, said, profile: str) -> dict:
-    """``{claim id: (ours, holds, runs, detail)}`` from the emulated grid, before any topology gate."""
+    """``{claim id: (ours, holds, runs, detail, gate)}`` from the emulated grid, before any topology gate
+    (``gate``: a reported number whose interval straddles the thesis' rounding, else None)."""
     s = speedups(tables)
     general = REPLAY.format(profile=profile)
     runs = int(s["runs"].min()) if len(s) else 0  # a grid-wide statement: the fewest runs of any configuration
-    out = {cid: (f"{ours} [emulated {profile}]", ok, runs, general) for cid, (ours, ok) in
+    out = {cid: (f"{ours} [emulated {profile}]", ok, runs, general, None) for cid, (ours, ok) in
            sm.measured_claims(_averaged(tables, s), said).items()}
     for spec in specs:
         cid = spec["id"]
@@ -303,7 +347,7 @@ def _values(tables: dict[str, pd.DataFrame], specs, said, profile: str) -> dict:
             hit = _reported(tables, s, spec, said[cid], profile)
             if hit is not None:
                 out[cid] = hit
-    out.update({cid: v[:2] + (runs, general) for cid, v in _shape_claims(s, profile).items()})
+    out.update({cid: v[:2] + (runs, general, None) for cid, v in _shape_claims(s, profile).items()})
     return out
 
 
@@ -321,23 +365,37 @@ def _averaged(tables: dict[str, pd.DataFrame], s: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reported(tables: dict[str, pd.DataFrame], s: pd.DataFrame, spec: dict, claim, profile: str):
-    """The emulated speedup at a reported configuration against the thesis' measured number, or None."""
+    """The emulated speedup at a reported configuration against the thesis' printed number, or None: the
+    interval of its runs (:func:`repro.experiments.speedup.rounding.interval`) against the number's rounding
+    (:func:`~repro.experiments.speedup.rounding.tolerance`): wholly within, wholly outside, or not comparable."""
     row = _at(s, spec["network"], spec["config"])
     if row is None:
         return None
-    ref, rtol = claim.reference(), claim.threshold("reported_rtol")
-    got = float(row["speedup_measured"])
-    ok = abs(got - ref) <= rtol * ref
+    ref, tol, text = claim.reference(), rounding.tolerance(claim), rounding.printed(claim.paper, claim.reported)
+    level = claim.threshold("interval_level")
+    mean, low, high, t = rounding.interval(row["each"], level)
+    runs = int(row["runs"])
+    if runs >= 2:
+        where = rounding.placed(low, high, ref, tol)
+        span = f"{level:.0%} interval {low:.2f}-{high:.2f} (mean ± {t:.2f} standard errors)"
+    else:  # one run: the mean alone (the ledger's rules make it not comparable)
+        where, span = ("within" if abs(mean - ref) <= tol else "outside"), "one run, no interval"
     each = ", ".join(f"{x:.2f}" for x in row["each"])
-    ours = (f"emulated S = {got:.2f} ({_runs_text(tables, int(row['runs']))}: {each}{_batches_text(tables)}; "
-            f"thesis {ref:.1f}, tolerance {rtol:.0%}) [{profile}]")
-    detail = (f"the emulated replay of the thesis' hardware ({profile}) gives S = {got:.2f} where the thesis "
-              f"measured {ref:.1f}: {got / ref - 1:+.1%}, {'within' if ok else 'outside'} {rtol:.0%}")
-    return ours, bool(ok), int(row["runs"]), detail
+    ours = (f"emulated S = {mean:.2f} ({_runs_text(tables, row)}: {each}{_batches_text(tables, row)}; {span}; "
+            f"thesis {text} ± {tol:g}) [{profile}]")
+    words = {"within": "wholly within", "outside": "wholly outside", "straddles": "neither wholly within nor outside"}
+    detail = (f"the emulated replay of the thesis' hardware ({profile}) gives S = {mean:.2f}, {span}, where the "
+              f"thesis measured {text}: {words[where]} {ref - tol:g}-{ref + tol:g}, the thesis' rounding")
+    gate = V.not_comparable(detail) if where == "straddles" else None
+    return ours, where == "within", runs, detail, gate
 
 
-def _runs_text(tables: dict[str, pd.DataFrame], runs: int) -> str:
-    """The second run of a configuration is the dilation check's: the same cluster again, new processes, k x f."""
+def _runs_text(tables: dict[str, pd.DataFrame], row) -> str:
+    """How the runs behind a configuration came about: the replay's new clusters, or the grid's run and the
+    dilation check's (the same cluster again, new processes, k x f)."""
+    runs = int(row["runs"])
+    if pd.notna(row.get("batches", np.nan)):
+        return f"mean of {runs} runs, each a new cluster" if runs != 1 else "1 run"
     if runs != 2:
         return f"{runs} run"
     dc = tables.get("dilation_check")
@@ -347,15 +405,18 @@ def _runs_text(tables: dict[str, pd.DataFrame], runs: int) -> str:
     return f"mean of 2 runs: the cluster, and again at {factor:g}x its dilation"
 
 
-def _batches_text(tables: dict[str, pd.DataFrame]) -> str:
-    """"; D = 8 batches, the thesis' 128": the batches each emulated configuration trained (the closures of
-    sync-join with one worker, which splits nothing); "" where the runs do not say."""
+def _batches_text(tables: dict[str, pd.DataFrame], row) -> str:
+    """"; D = 8 batches, the thesis' 128": the batches the configuration's runs trained (the replay's D, else the
+    closures of the grid's sync-join with one worker, which splits nothing); "" where the runs do not say."""
+    thesis = f"the thesis' {_paper.value('slampa2017', 'batches'):g}"
+    if pd.notna(row.get("batches", np.nan)):
+        return f"; D = {int(row['batches'])} batches, {thesis}"
     runs = tables["emulated_runs"]
     join = runs[(runs["mode"] == "sync-join") & (runs["workers"] == 1)] if {"mode", "closures"} <= set(runs) \
         else runs.iloc[:0]
     if join.empty:
         return ""
-    return f"; D = {int(join['closures'].max())} batches, the thesis' {_paper.value('slampa2017', 'batches'):g}"
+    return f"; D = {int(join['closures'].max())} batches, {thesis}"
 
 
 def _shape_claims(s: pd.DataFrame, profile: str) -> dict:

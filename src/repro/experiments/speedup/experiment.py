@@ -29,7 +29,7 @@ from repro.book.report import glue
 from repro.cluster import hardware, slurm
 from repro.core import claims, harness
 from repro.core.harness import Result
-from repro.experiments.speedup import emulation, parameters, statements
+from repro.experiments.speedup import emulation, parameters, rounding, statements
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup.equations import (
     SERVERS,
@@ -245,8 +245,9 @@ def _glue_emulated(result: Result) -> None:
             "sp_emu_dilation_check", "sp_emu_mape_thesis", "sp_emu_mape_extended", "sp_emu_misses", "sp_emu_left_out",
             "sp_emu_topology", "sp_emu_distributed")
     glue("sp_emu_tol", f"{emulation.CHECK_TOLERANCE:.0%}")
-    rtol = claims.load(NAME)["squeezenet_best_measured"]
-    glue("sp_emu_rtol", f"{rtol.threshold('reported_rtol'):.0%} ({rtol.tolerance_source.split(': ', 1)[1]})")
+    best = claims.load(NAME)["squeezenet_best_measured"]
+    printed = rounding.printed(best.paper, best.reported)
+    glue("sp_emu_rtol", f"± {rounding.tolerance(best):g} around the thesis' {printed} ({best.tolerance_source})")
     glue("sp_emu_tol_mape", f"{emulation.MISS_LIMIT:.0%}")
     if s is None:
         for key in keys:

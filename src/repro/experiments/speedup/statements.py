@@ -14,7 +14,7 @@ import pandas as pd
 
 from repro.core import claims as _claims
 from repro.core import verdicts as V
-from repro.experiments.speedup import emulation
+from repro.experiments.speedup import emulation, rounding
 from repro.experiments.speedup.equations import MODES, NETWORKS, SERVERS, table_6_1
 from repro.experiments.speedup.measure import measured_claims
 
@@ -24,7 +24,7 @@ TIE_RTOL = 1e-9  # speedups this close count as equal (sync-join and async coinc
 EQUATIONS = "the thesis' own equations on its Table 6.1 inputs"
 HOLDS = {True: "holds", False: "does not hold"}
 CPU_STAND_IN = "the thesis' GPUs at 224 px; our runs: CPU, small inputs"
-CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "measured", "t_comm_ratio")
+CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "servers_equal", "measured", "t_comm_ratio")
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
@@ -63,7 +63,7 @@ RULE_KEYS = {
     "note": (lambda v: isinstance(v, str), "text"),
 }
 _NEEDS = {"all": ("op", "value"), "any": ("op", "value"), "best_workers": ("expect",), "best_config": ("expect",),
-          "t_comm_ratio": ("network",)}
+          "t_comm_ratio": ("network",), "servers_equal": ("network",)}
 
 
 def rule(claim: _claims.Claim) -> dict:
@@ -121,6 +121,8 @@ def _expected(claim: dict) -> str:
         return f"the best N = {exp}"
     if kind == "best_config":
         return "the best at " + ", ".join(f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in exp.items())
+    if kind == "servers_equal":
+        return "central and distributed about equal everywhere"
     return "distributed >= central everywhere"
 
 
@@ -191,12 +193,32 @@ def _equations(spec: dict, res: dict) -> _claims.Measured:
     return _claims.Measured(ours=res["ours"], holds=ok, basis="equations", runs=0, note=note)
 
 
-def t_comm_ratio(table: pd.DataFrame, network: str, base: str = "SqueezeNet") -> _claims.Measured:
-    """``network``'s t_comm over ``base``'s in ``table`` (Table 6.1): the thesis' own arithmetic (§7.1)."""
+def t_comm_ratio(table: pd.DataFrame, network: str, claim: _claims.Claim, base: str = "SqueezeNet") -> _claims.Measured:
+    """``network``'s t_comm over ``base``'s in ``table`` (Table 6.1), the thesis' own arithmetic (§7.1), against
+    the ratio it prints ± its rounding (:mod:`repro.experiments.speedup.rounding`)."""
     t = table.set_index("network")["t_comm"]
     ratio = float(t[network] / t[base])
-    return _claims.Measured(ours=f"{ratio:.1f}x ({t[network]:.3f} s / {t[base]:.3f} s, Table 6.1)", value=ratio,
-                            basis="equations", runs=0)
+    text, tol = rounding.printed(claim.paper, claim.reported), rounding.tolerance(claim)
+    ref = claim.reference()
+    ok = abs(ratio - ref) <= tol
+    note = (f"Table 6.1 gives {ratio:.2f}x where the thesis prints {text}x: {ratio - ref:+.2f}, "
+            f"{'within' if ok else 'outside'} ± {tol:g}, its rounding")
+    return _claims.Measured(ours=f"{ratio:.1f}x ({t[network]:.3f} s / {t[base]:.3f} s, Table 6.1)", holds=ok,
+                            basis="equations", runs=0, note=note)
+
+
+def servers_equal(grid: pd.DataFrame, spec: dict, rtol: float) -> dict:
+    """The central server's predicted speedup over the distributed server's in every (mode, N) of the selection:
+    passes when each is within ``rtol`` of 1 (a statement that the server type does not matter)."""
+    sel = _select(grid, spec)
+    wide = sel.pivot_table(index=["mode", "workers"], columns="server", values="speedup")
+    ratio = wide["central"] / wide["distributed"]
+    worst = (ratio - 1).abs().idxmax()
+    at = wide.loc[worst]
+    return {"ours": f"S central / distributed = {ratio.min():.2f}-{ratio.max():.2f} over {len(ratio)} (mode, N); "
+                    f"farthest from 1 at {worst[0]}, N={worst[1]}: {at['central']:.2f} vs {at['distributed']:.2f} "
+                    f"(about equal: within {rtol:.0%})",
+            "verdict": "pass" if bool(((ratio - 1).abs() <= rtol).all()) else "fail"}
 
 
 def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None,
@@ -207,7 +229,9 @@ def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | Non
         return _claims.Measured(ours="–", gate=V.not_measured(f"{spec['network']} is not in this run's networks"),
                                 basis="none", runs=0)
     if spec["check"] == "t_comm_ratio":
-        return t_comm_ratio(table_6_1(), spec["network"])
+        return t_comm_ratio(table_6_1(), spec["network"], _claims.load(NAME)[spec["id"]])
+    if spec["check"] == "servers_equal":
+        return _equations(spec, servers_equal(grid, spec, _claims.load(NAME)[spec["id"]].threshold("equal_rtol")))
     res = check_claim(grid, spec)
     if spec["check"] != "measured":
         return _equations(spec, res)
