@@ -100,8 +100,10 @@ def test_one_row_per_claim_keeps_the_strongest_evidence_and_names_the_others():
     assert one["profile"].tolist() == ["emulated", "cpu", "cpu", "cpu"]
     assert one["also"].tolist() == ["cpu: not comparable (measured)", "emulated: consistent (equations)",
                                     "emulated: consistent (emulated)", "emulated: not comparable (emulated)"]
-    md = ledger.markdown(one)
+    md = ledger.markdown(one, profile="cpu")
     assert md.startswith("4 claims, each counted once across the profiles `cpu`, `emulated`")
+    # a row kept from the other profile's run cannot link into this book's chapter (its table is not there)
+    assert md.count('<a href="../p.html#t">e</a>') == 3 and md.count("e (the `emulated` run: its book)") == 1
     # the counterfactual: counted per profile, the same claims would be eight rows
     assert len(df) == 8 and "| **all** |" in md and md.count(" | **4** |") == 3
 

@@ -182,7 +182,8 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bo
         page.write_text(text, encoding="utf-8")
     generated = dest / "book" / "_generated"
     (generated / "absent.md").write_text(_absent_markdown(profile, missing), encoding="utf-8")
-    (generated / "ledger.md").write_text(ledger.markdown(front_ledger(profile, results_dir, used)), encoding="utf-8")
+    front = ledger.markdown(front_ledger(profile, results_dir, used), profile=profile)
+    (generated / "ledger.md").write_text(front, encoding="utf-8")
     (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
     return [run for run, _ in used.values()]
 

@@ -135,9 +135,18 @@ def overview(ledger: pd.DataFrame, by: str = "paper") -> str:
     return "\n".join(lines)
 
 
-def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
+def _evidence_link(r, page_prefix: str, profile: str | None) -> str:
+    """A link to the chapter table behind a row; a row kept from another profile's run names that run instead
+    (its table is in that profile's book, not this one)."""
+    if profile and getattr(r, "profile", profile) != profile:
+        return f"{html.escape(r.experiment)} (the `{html.escape(r.profile)}` run: its book)"
+    return f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
+
+
+def markdown(ledger: pd.DataFrame, page_prefix: str = "../", profile: str | None = None) -> str:
     """The front page's ledger: counts per tier, paper and basis, and one row per claim (``ledger`` holds one
-    row per claim already: :func:`one_per_claim`)."""
+    row per claim already: :func:`one_per_claim`). ``profile``: the book's own, whose chapters hold the
+    evidence that rows of its runs link to."""
     if ledger.empty:
         return "*No claims recorded by the rendered runs.*\n"
     profiles = sorted(set(ledger["profile"])) if "profile" in ledger else []
@@ -152,7 +161,7 @@ def markdown(ledger: pd.DataFrame, page_prefix: str = "../") -> str:
              "| evidence | also |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in ledger.itertuples():
-        link = f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
+        link = _evidence_link(r, page_prefix, profile)
         basis = r.basis if r.basis in ("none", "equations", "model") else f"{r.basis} ({r.runs})"
         verdict = f"**{r.category}**" + r.verdict[len(r.category):]
         cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, verdict, r.tier,
