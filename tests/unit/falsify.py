@@ -10,8 +10,13 @@ fails when a claim of ``claims.yaml`` that can be decisive has no case.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 from repro.core import claims
 from repro.core import verdicts as V
+
+HERE = Path(__file__).parent
 
 HOLDS = {V.Category.REPRODUCED.value, V.Category.CONSISTENT.value}
 FAILS = {V.Category.DIFFERS.value, V.Category.INCONSISTENT.value, V.Category.PARTLY.value}
@@ -31,3 +36,15 @@ def check(experiment: str, cases: dict, claim_id: str) -> None:
     """The test body of one case of ``cases`` (parametrize a test over ``sorted(cases)``)."""
     if_true, if_false = cases[claim_id]()
     assert_flips(experiment, claim_id, if_true, if_false)
+
+
+def cases(experiment: str) -> dict:
+    """``CASES`` of ``tests/unit/test_falsify_<experiment>.py`` ({} where the experiment has none)."""
+    path = HERE / f"test_falsify_{experiment}.py"
+    if not path.is_file():
+        return {}
+    spec = importlib.util.spec_from_file_location(f"_falsify_{experiment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.EXPERIMENT == experiment, path
+    return module.CASES

@@ -10,16 +10,14 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
+import falsify
 import pytest
 
 from repro.core import claims, params
 from repro.core import verdicts as V
 from repro.core.claims import Measured
 
-HERE = Path(__file__).parent
 NUDGE = 1e-6  # relative: "just" inside or outside
 DECIDING = [("measured", V.MIN_RUNS), ("emulated", V.MIN_RUNS), ("model", 0), ("equations", 0)]
 
@@ -70,20 +68,10 @@ def test_a_stochastic_quantity_needs_the_minimum_runs_on_the_bases_with_runs(cla
         assert few == ("not comparable" if claim.stochastic else _decide(claim, value, basis, V.MIN_RUNS))
 
 
-def _cases(experiment: str) -> dict:
-    path = HERE / f"test_falsify_{experiment}.py"
-    if not path.is_file():
-        return {}
-    spec = importlib.util.spec_from_file_location(f"_thresholds_{experiment}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CASES
-
-
 def _named() -> list:
     out = []
     for e in params.experiments():
-        cases = _cases(e)
+        cases = falsify.cases(e)
         for c in claims.load(e).values():
             for name in sorted(c.thresholds or {}):
                 out.append(pytest.param(e, c.id, name, cases.get(c.id), id=f"{e}/{c.id}/{name}"))
