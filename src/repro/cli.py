@@ -72,6 +72,11 @@ def _cmd_predict(args) -> int:
 
     from repro.cluster import perfmodel
 
+    if args.validate and (args.validate == "measurements" or args.validate.endswith(".csv")):
+        from repro.cluster import measured
+
+        print(measured.report(None if args.validate == "measurements" else args.validate))
+        return 0
     if args.validate:
         table = perfmodel.validate(results.from_project(args.validate))
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -95,6 +100,7 @@ def _cmd_predict(args) -> int:
         cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
         print(head)
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print("not modelled: " + "; ".join(perfmodel.limits(prof, args.model) + list(perfmodel.NOT_MODELLED)))
     return 0
 
 
@@ -184,6 +190,23 @@ def _cmd_data_status(args) -> int:
     return 0
 
 
+def _add_predict(sub) -> None:
+    p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
+                                       "(repro.cluster.perfmodel) of a hardware profile; --validate: against a run")
+    p.add_argument("--hardware", help="a profile of cluster/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
+    p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters)")
+    p.add_argument("--method", help="horovod, ring, ps_sync, ps_async (comma-separated for several)")
+    p.add_argument("--workers", default="1,2,4,8,16,20", help="comma-separated worker counts")
+    p.add_argument("--batch", type=int, default=32, help="images per worker and step")
+    p.add_argument("--ps", type=int, default=1, help="parameter servers")
+    p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
+    p.add_argument("--validate", metavar="WHAT", help="'measurements' (published real ones), a .csv of your own "
+                                                       "in that schema, or an emulated distributed run's directory")
+    p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
+                                                   "instance (default: the cost study's prices.yaml)")
+    p.set_defaults(func=_cmd_predict)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="repro",
@@ -236,19 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--published-dir", metavar="DIR", help="another directory laid out like published/")
     p.set_defaults(func=_cmd_rejudge)
 
-    p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
-                                       "(repro.cluster.perfmodel) of a hardware profile; --validate: against a run")
-    p.add_argument("--hardware", help="a profile of cluster/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
-    p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters)")
-    p.add_argument("--method", help="horovod, ring, ps_sync, ps_async (comma-separated for several)")
-    p.add_argument("--workers", default="1,2,4,8,16,20", help="comma-separated worker counts")
-    p.add_argument("--batch", type=int, default=32, help="images per worker and step")
-    p.add_argument("--ps", type=int, default=1, help="parameter servers")
-    p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
-    p.add_argument("--validate", metavar="RUN_DIR", help="a published emulated distributed run: model vs emulation")
-    p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
-                                                   "instance (default: the cost study's prices.yaml)")
-    p.set_defaults(func=_cmd_predict)
+    _add_predict(sub)
 
     p = sub.add_parser("data", help="datasets")
     dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")

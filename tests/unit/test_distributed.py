@@ -356,11 +356,17 @@ def test_the_published_emulated_run_is_judged_as_checks_with_the_model_beside():
     assert led.loc["horovod", "verdict"].endswith("N = 4 is not the paper's N (the model gives 1.5-3.8 at N = 10))")
     assert led.loc["vgg_worst", "verdict"].endswith("follows from the paper's hardware: K80 t_grad and 25 Gb/s)")
     assert "the model within 8.9 % of the emulated grid at worst over 30 clusters" in led.loc["ps_efficiency", "verdict"]
+    # the model rows: on the real topology's model (16 GPUs per instance, overlap), gated on published measurements;
+    # the PS comparisons are not comparable (the model misses published PS points by 11.5 pp at worst), the
+    # Horovod ones decided, with the emulated profile's model beside where it said otherwise
     model = led.loc[list(MODEL_FINDINGS)]
-    assert set(model["basis"]) == {"model"}
-    assert model["category"].to_dict() == {"model_horovod": "inconsistent", "model_ring_scaling": "inconsistent",
-                                           "model_vgg_worst": "consistent", "model_ps_efficiency": "consistent"}
-    assert led.loc["model_horovod", "ours"].startswith("Horovod / sync PS at 10 workers: inception_v3: 1.52")
+    assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "inconsistent",
+                                           "model_vgg_worst": "inconsistent", "model_ps_efficiency": "not comparable"}
+    assert set(model.loc[["model_ring_scaling", "model_vgg_worst"], "basis"]) == {"model"}
+    assert "published ps_sync measurements" in led.loc["model_horovod", "verdict"]
+    assert "the emulated profile's model said otherwise: Horovod efficiency at 20 workers: vgg16: 0.72" \
+        in led.loc["model_vgg_worst", "verdict"]
+    assert led.loc["model_vgg_worst", "ours"].endswith("[model of k80-p2.16xlarge-hosts]")
 
 
 def test_ps_extra_data_reads_the_sweep_and_is_not_comparable_whatever_it_shows():

@@ -38,6 +38,9 @@ def _table1(model: str, true: tuple, false: tuple):
 
 
 VALIDATED = pd.DataFrame({"error": [0.05, -0.03]})  # the model within 5 % of the emulated grid
+# the model's held-out errors on published measurements, per method (percentage points of efficiency)
+EXTERNAL = pd.DataFrame({"points": [4, 30], "median_pp": [1.0, 3.0], "worst_pp": [4.0, 9.0]},
+                        index=pd.Index(["horovod", "ps_sync"], name="method"))
 
 
 def _predicted(horovod: dict, ps: dict) -> pd.DataFrame:
@@ -55,8 +58,8 @@ def _linear(base: float, eff: float, ns=(1, 2, 4, 10, 20)) -> dict:
 
 
 def _model(cid: str, true: tuple, false: tuple):
-    return lambda: (verdicts.model_finding(cid, _predicted(*true), VALIDATED),
-                    verdicts.model_finding(cid, _predicted(*false), VALIDATED))
+    return lambda: (verdicts.model_finding(cid, _predicted(*true), VALIDATED, EXTERNAL),
+                    verdicts.model_finding(cid, _predicted(*false), VALIDATED, EXTERNAL))
 
 
 PS = {"resnet50": _linear(100, 0.5, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
@@ -93,5 +96,22 @@ def test_a_model_verdict_needs_the_model_validated():
     """Without an emulated grid the model rows are not measured; farther than the threshold, not comparable."""
     pred = _predicted(HVD, PS)
     assert verdicts.model_finding("model_vgg_worst", pred, None).gate.category.value == "not measured"
-    off = verdicts.model_finding("model_vgg_worst", pred, pd.DataFrame({"error": [0.02, 0.11]}))
+    off = verdicts.model_finding("model_vgg_worst", pred, pd.DataFrame({"error": [0.02, 0.11]}), EXTERNAL)
     assert off.gate.category.value == "not comparable" and "11.0 %" in off.gate.detail
+
+
+def test_a_model_verdict_needs_the_model_validated_on_published_measurements_of_its_methods():
+    """The same prediction decides while the model's held-out errors on published measurements of the methods
+    it judges are within 5 pp (median) and 10 pp (worst); a PS worst of 11.5 pp leaves the Horovod-only claim
+    decided and the Horovod-vs-PS claim not comparable; no published points for a method: not comparable."""
+    pred = _predicted(HVD, PS)
+    assert verdicts.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL).gate is None
+    assert verdicts.model_finding("model_horovod", pred, VALIDATED, EXTERNAL).gate is None
+    worse = EXTERNAL.assign(worst_pp=[4.0, 11.5])
+    assert verdicts.model_finding("model_vgg_worst", pred, VALIDATED, worse).gate is None
+    off = verdicts.model_finding("model_horovod", pred, VALIDATED, worse).gate
+    assert off.category.value == "not comparable" and "ps_sync" in off.detail and "11.5 pp at worst" in off.detail
+    wide = EXTERNAL.assign(median_pp=[5.5, 3.0])
+    assert verdicts.model_finding("model_ring_scaling", pred, VALIDATED, wide).gate.category.value == "not comparable"
+    only_ps = EXTERNAL.drop(index="horovod")
+    assert "no published horovod" in verdicts.model_finding("model_vgg_worst", pred, VALIDATED, only_ps).gate.detail

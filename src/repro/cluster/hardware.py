@@ -35,6 +35,8 @@ GOODPUT = 1448 / 1514
 # images per epoch for `repro predict`'s cost where a profile gives none (CIFAR-10's training set)
 EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
+TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput", "overlap", "pull_with_forward", "fusion_bytes", "cycle_s",
+                   "step_overhead", "topology_profile")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -55,6 +57,19 @@ class Profile:
     in_words: str = ""  # the profile's deciding numbers in a few words ("K80 t_grad and 25 Gb/s")
     instance: dict | None = None  # {provider, name, processes}: a priced instance of the cost study's table
     epoch_images: int = EPOCH_IMAGES  # images of one epoch, for the cost per epoch
+    # hosts with several GPUs (repro.cluster.perfmodel): `link` is then the network between hosts
+    gpus_per_host: int = 1
+    gpus_per_switch: int | None = None  # GPUs sharing one link to the host (a K80 board's two; default: all of a host's)
+    host_aggregation: bool = False  # a host sums its GPUs' gradients before one copy crosses the network
+    intra_link: str | None = None  # GPU <-> GPU / host memory inside a host (a tc rate), needed when gpus_per_host > 1
+    intra_latency_s: float = 0.0
+    goodput: float = GOODPUT  # payload share of `link`'s rate (TCP over Ethernet; 1 for RDMA)
+    pull_with_forward: bool = True  # with overlap: a server's weights are read as the forward pass needs them
+    overlap: bool = False  # communication starts as the backward pass makes gradients ready (repro.cluster.overlap)
+    fusion_bytes: float = 0.0  # Horovod's tensor fusion buffer (0: one message per layer)
+    cycle_s: float = 0.0  # Horovod's cycle time
+    topology_profile: str | None = None  # the profile of the same cluster's real topology (several GPUs per host)
+    step_overhead: float = 0.0  # a distributed framework's per-step work beyond compute and communication, as a share of compute
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -102,11 +117,23 @@ class ProfileSpec(_Strict):
     in_words: str = ""
     instance: InstanceSpec | None = None
     epoch_images: int = Field(default=EPOCH_IMAGES, ge=1)
+    gpus_per_host: int = Field(default=1, ge=1)
+    gpus_per_switch: int | None = Field(default=None, ge=1)
+    host_aggregation: bool = False
+    intra_link: str | None = None
+    intra_latency_s: float = Field(default=0.0, ge=0)
+    goodput: float = Field(default=GOODPUT, gt=0, le=1)
+    overlap: bool = False
+    pull_with_forward: bool = True
+    fusion_bytes: float = Field(default=0.0, ge=0)
+    cycle_s: float = Field(default=0.0, ge=0)
+    step_overhead: float = Field(default=0.0, ge=0, le=1)
+    topology_profile: str | None = None
 
-    @field_validator("link")
+    @field_validator("link", "intra_link")
     @classmethod
-    def _tc_rate(cls, link: str) -> str:
-        if not _RATE.match(link):
+    def _tc_rate(cls, link: str | None) -> str | None:
+        if link is not None and not _RATE.match(link):
             raise ValueError(f"rate {link!r} is not in tc syntax (e.g. 1gbit, 100mbit)")
         return link
 
@@ -116,6 +143,8 @@ class ProfileSpec(_Strict):
             raise ValueError("needs t_grad_s or images_per_s (with batch)")
         if self.t_grad_s is None and self.batch is None:
             raise ValueError("images_per_s needs the batch it was measured at")
+        if self.gpus_per_host > 1 and self.intra_link is None:
+            raise ValueError("gpus_per_host > 1 needs intra_link (the link between a host's GPUs)")
         return self
 
 
@@ -196,7 +225,8 @@ def _profile(name: str, spec: ProfileSpec) -> Profile:
     return Profile(name=name, paper=spec.paper, description=spec.description, source=" ".join(spec.source.split()),
                    link=spec.link, topology=" ".join(spec.topology.split()), t_grad_s=t_grad, batch=spec.batch,
                    ps_on_workers=spec.ps_on_workers, latency_s=spec.latency_s, in_words=spec.in_words,
-                   instance=spec.instance.model_dump() if spec.instance else None, epoch_images=spec.epoch_images)
+                   instance=spec.instance.model_dump() if spec.instance else None, epoch_images=spec.epoch_images,
+                   **spec.model_dump(include=set(TOPOLOGY_FIELDS)))
 
 
 def load_for(name: str, models) -> Profile:

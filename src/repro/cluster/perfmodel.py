@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import hardware
+from . import hardware, overlap
 from .spec import ClusterError
 
 METHODS = ("horovod", "ring", "ps_sync", "ps_async")
@@ -49,30 +49,127 @@ def hardware_profile(name_or_path: str) -> hardware.Profile:
                        "or a .yaml file")
 
 
+def _hosts(prof: hardware.Profile, n: int) -> tuple[int, int]:
+    """GPUs on a full host and the number of hosts for ``n`` workers (hosts filled in turn)."""
+    g = min(prof.gpus_per_host, n)
+    return g, -(-n // g)
+
+
+def _wire(prof: hardware.Profile, nbytes: float, inter: bool = True) -> float:
+    """Seconds of ``nbytes`` on the network between hosts (its goodput) or on a host's internal link."""
+    if inter:
+        return nbytes * 8 / (hardware.rate_bits(prof.link) * prof.goodput)
+    return nbytes * 8 / hardware.rate_bits(prof.intra_link)
+
+
+def allreduce_seconds(prof: hardware.Profile, n: int, nbytes: float) -> float:
+    """One ring all-reduce of ``nbytes`` over ``n`` workers: ``2 (N - 1) / N`` of it through every link of
+    the ring, in ``2 (N - 1)`` steps of one message each; the ring crosses the network once it spans two
+    hosts, a host's internal link always where a host has several GPUs: the slower of the two decides."""
+    if n == 1:
+        return 0.0
+    g, hosts = _hosts(prof, n)
+    share, t = 2 * (n - 1) / n * nbytes, 0.0
+    if hosts > 1:
+        t = _wire(prof, share) + 2 * (n - 1) * prof.latency_s
+    if g > 1:
+        t = max(t, _wire(prof, share, inter=False) + 2 * (n - 1) * prof.intra_latency_s)
+    return t
+
+
+def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float) -> float:
+    """One direction (every worker pushes, or every worker pulls) of ``nbytes`` of weights through ``ps``
+    parameter servers, on the busiest link, plus one message's latency. A host sends ``u`` copies: one
+    where it sums its GPUs' gradients first (``host_aggregation``), else one per GPU (``g``). Servers on
+    nodes of their own: a server's link carries ``H u S / P``, a host's ``u S``. Shards spread over the
+    worker hosts (``ps_on_workers``, at most ``ceil(P / H)`` on one): the busiest host receives the other
+    hosts' copies of its shards and sends its own copies of the shards elsewhere. Inside a host with
+    several GPUs, each link to the host carries its GPUs' ``S`` (``gpus_per_switch`` of them share one)."""
+    g, hosts = _hosts(prof, n)
+    unit = 1 if prof.host_aggregation else g
+    if prof.ps_on_workers:
+        share = -(-ps // hosts) / ps  # the busiest host's part of the weights
+        busiest = max((hosts - 1) * unit * nbytes * share, unit * nbytes * (1 - share))
+        t = _wire(prof, busiest) if hosts > 1 else 0.0
+    else:
+        t = _wire(prof, max(hosts * unit * nbytes / ps, unit * nbytes))
+    if g > 1:
+        t = max(t, _wire(prof, min(g, prof.gpus_per_switch or g) * nbytes, inter=False))
+    return t + prof.latency_s
+
+
+def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, send, fused: bool = False,
+             pull=None) -> tuple[float, str]:
+    """Seconds from the step's start until the gradients are through, and a note where the model's
+    layers are unknown. Without overlap: ``pull(size)`` (the weights, where a server holds them), the
+    compute, then ``send(size)``. With overlap (:mod:`repro.cluster.overlap`): the forward pass waits
+    for each layer's weights as they arrive, and the gradients go out as the backward pass makes them
+    ready (``send(bytes)``/``pull(bytes)``: one message's time)."""
+    pull = pull or (lambda _: 0.0)
+    if not prof.overlap or model.lower() not in overlap.models():
+        note = "" if not prof.overlap else f"no layer table for {model}: modelled without overlap"
+        return pull(size) + compute + send(size), note
+    key = model.lower()
+    start = overlap.forward_end(key, compute, size, pull) - (1 - overlap.BACKWARD_SHARE) * compute
+    events = overlap.ready(key, compute)
+    scale = size / sum(b for _, b in events)  # the layer table's trainable weights -> the weights given
+    fusion, cycle = (prof.fusion_bytes, prof.cycle_s) if fused else (0.0, 0.0)
+    end = overlap.finish([(start + t, b * scale) for t, b in events], fusion, cycle, send)
+    return max(start + compute, end), ""
+
+
 def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: int, parameters: int,
-         ps: int = 1) -> dict:
-    """One step's seconds (``compute``, ``comm``) and the cluster's ``images_per_s`` and ``efficiency``."""
+         ps: int = 1, overhead: float | None = None) -> dict:
+    """One step's seconds (``compute``, ``comm``: the part of the step not hidden behind compute) and the
+    cluster's ``images_per_s`` and ``efficiency``; ``note`` says what the model could not account for.
+    ``overhead``: the framework's per-step work as a share of compute where N > 1 (default: the profile's)."""
     if method not in METHODS:
         raise ClusterError(f"method {method!r}: valid: {', '.join(METHODS)}")
     if workers < 1 or ps < 1 or batch < 1 or parameters < 1:
         raise ClusterError("workers, ps, batch and parameters must be >= 1")
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
-    size, n, lat = 4.0 * parameters, workers, prof.latency_s
-    wire = lambda nbytes: hardware.transfer_seconds(nbytes, prof.link)  # noqa: E731
+    size, n, note = 4.0 * parameters, workers, ""
+    extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
     if method in ("ring", "horovod"):
-        comm = 0.0 if n == 1 else wire(2 * (n - 1) / n * size) + 2 * (n - 1) * lat
-        per_s = 1 / (compute + comm)
-    elif method == "ps_sync":  # the busiest link: a server's (N S / P each way) or a worker's own (S)
-        through = 2 * (n - 1) / n * size if prof.ps_on_workers else 2 * max(n / ps, 1) * size
-        comm = wire(through) + 2 * lat
-        per_s = 1 / (compute + comm)
-    else:  # ps_async: each worker alone (its own link: S each way), the servers' links shared
-        comm = wire(2 * size) + 2 * lat
-        per_s = min(1 / (compute + comm), ps / wire(size) / n)
+        fused = method == "horovod"  # Horovod's fusion buffer and cycle; TensorFlow's ring sends each tensor
+        end, note = _exposed(prof, model, compute, size, lambda b: allreduce_seconds(prof, n, b), fused)
+        per_s = 1 / (end + extra)
+    elif method == "ps_sync":  # every worker pulls the weights, computes, pushes its gradients
+        phase = lambda b: ps_phase_seconds(prof, n, ps, b)  # noqa: E731
+        if prof.pull_with_forward:
+            end, note = _exposed(prof, model, compute, size, phase, pull=phase)
+        else:  # the weights copied back once the servers are updated (tf_cnn_benchmarks' distributed_replicated)
+            end, note = _exposed(prof, model, compute, size, phase)
+            end += phase(size)
+        per_s = 1 / (end + extra)
+    else:  # ps_async: each worker alone (its host's link shared by its g workers), the servers' links shared
+        g, _ = _hosts(prof, n)
+        own = 2 * max(_wire(prof, g * size), _wire(prof, g * size, inter=False) if g > 1 else 0.0)
+        end = compute + own + 2 * prof.latency_s
+        per_s = min(1 / (end + extra), ps / _wire(prof, size) / n)
     images = n * batch * per_s
     return {"hardware": prof.name, "model": model, "method": method, "workers": n, "batch_size": batch, "ps": ps,
-            "parameters": parameters, "compute_s": compute, "comm_s": comm, "images_per_s": images,
-            "efficiency": images / (n * batch / compute)}
+            "parameters": parameters, "compute_s": compute, "comm_s": 1 / per_s - compute, "images_per_s": images,
+            "efficiency": images / (n * batch / compute), "note": note}
+
+
+# what the model leaves out, whatever the profile (printed by `repro predict`)
+NOT_MODELLED = ("the input pipeline (reading and decoding real data: the validation set is synthetic data only)",
+                "a parameter server's own CPU and gRPC limits (it is as fast as its link)",
+                "contention between communication and compute for GPU memory or PCIe",
+                "stragglers and run-to-run variation (one step stands for all)")
+
+
+def limits(prof: hardware.Profile, model: str) -> list[str]:
+    """What the model cannot say for ``model`` on ``prof``, beyond :data:`NOT_MODELLED`."""
+    out = []
+    if prof.overlap and model.lower() not in overlap.models():
+        out.append(f"{model} has no layer table (known: {', '.join(overlap.models())}): no overlap modelled")
+    if not prof.overlap:
+        out.append("the profile sets no overlap: communication follows the whole backward pass")
+    if prof.gpus_per_host > 1 and not prof.gpus_per_switch:
+        out.append("gpus_per_switch not given: all of a host's GPUs share one link to it")
+    return out
 
 
 def predict(prof: hardware.Profile, model: str, method: str, workers, batch: int, parameters: int | None = None,

@@ -14,19 +14,23 @@ from repro.experiments.distributed.common import PAPER_PROCESSES
 COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware"]
 
 
-def _rows(tp: pd.DataFrame, points, ps: int) -> pd.DataFrame:
+def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False) -> pd.DataFrame:
     """The model's rows for ``points`` ((method, workers, model) triples) on the profile, weights and batch
-    of ``tp``'s rows of that model, in the columns of a throughput table."""
-    from repro.cluster import hardware, perfmodel
+    of ``tp``'s rows of that model, in the columns of a throughput table. ``real``: on the profile of the
+    cluster's real topology (the emulated profile's ``topology_profile``: several GPUs per host, overlap),
+    with the per-step overhead fitted on published measurements (:func:`repro.cluster.measured.overhead_for`)."""
+    from repro.cluster import hardware, measured, perfmodel
 
     first = tp.groupby("model").first()
     rows = []
     for method, n, model in points:
         r = first.loc[model]
-        got = perfmodel.step(hardware.load(r["hardware"]), model, method, int(n), int(r["batch_size"]),
-                             int(r["parameters"]), ps)
+        prof, extra = hardware.load(r["hardware"]), None
+        if real:
+            prof, extra = hardware.load(prof.topology_profile), measured.overhead_for(method)
+        got = perfmodel.step(prof, model, method, int(n), int(r["batch_size"]), int(r["parameters"]), ps, extra)
         rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
-                     "efficiency": got["efficiency"], "hardware": r["hardware"]})
+                     "efficiency": got["efficiency"], "hardware": prof.name})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -36,10 +40,11 @@ def same_points(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
     return _rows(tp, list(points), ps)
 
 
-def paper_scale(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
-    """The model at the paper's process counts (:data:`PAPER_PROCESSES`) for the emulated grid's models."""
+def paper_scale(tp: pd.DataFrame, ps: int = 1, real: bool = False) -> pd.DataFrame:
+    """The model at the paper's process counts (:data:`PAPER_PROCESSES`) for the emulated grid's models: on
+    the emulated profile, or (``real``) on its real topology's (:func:`_rows`)."""
     models = list(dict.fromkeys(tp["model"]))
-    return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps)
+    return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps, real)
 
 
 def validation(tables: dict, p: dict) -> pd.DataFrame | None:
@@ -59,6 +64,35 @@ def worst(val: pd.DataFrame) -> float:
 
 def validation_text(val: pd.DataFrame) -> str:
     return f"the model within {100 * worst(val):.1f} % of the emulated grid at worst over {len(val)} clusters"
+
+
+def external_gate(methods, max_median_pp: float, max_worst_pp: float, errors: pd.DataFrame | None = None):
+    """None where the model's held-out errors on published measurements (:mod:`repro.cluster.measured`) of
+    every one of ``methods`` are within ``max_median_pp`` (median) and ``max_worst_pp`` (worst), else the
+    gate: not comparable, naming the method and its errors. ``errors``: per method (default: the package's set)."""
+    if errors is None:
+        from repro.cluster import measured
+
+        errors = measured.method_errors(measured.package_validation()[1])
+    for method in methods:
+        if method not in errors.index:
+            return V.not_comparable(f"no published {method} measurements to validate the model against")
+        e = errors.loc[method]
+        if e["median_pp"] > max_median_pp or e["worst_pp"] > max_worst_pp:
+            return V.not_comparable(
+                f"the model misses published {method} measurements (held-out half, {int(e['points'])} points) by "
+                f"{e['median_pp']:.1f} pp in the median and {e['worst_pp']:.1f} pp at worst, above the "
+                f"{max_median_pp:g} / {max_worst_pp:g} pp a model verdict needs")
+    return None
+
+
+def external_text(methods, errors: pd.DataFrame | None = None) -> str:
+    if errors is None:
+        from repro.cluster import measured
+
+        errors = measured.method_errors(measured.package_validation()[1])
+    return "; ".join(f"on published {m} measurements {errors.loc[m, 'median_pp']:.1f} pp median, "
+                     f"{errors.loc[m, 'worst_pp']:.1f} pp worst (held-out half)" for m in methods if m in errors.index)
 
 
 def validation_gate(val: pd.DataFrame | None, limit: float) -> V.Verdict | None:

@@ -360,35 +360,59 @@ MODEL_JUDGES = {"model_horovod": horovod, "model_ring_scaling": ring_scaling, "m
                 "model_ps_efficiency": ps_efficiency}
 
 
-def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None) -> Measured:
+MODEL_METHODS = {"model_horovod": ("horovod", "ps_sync"), "model_ps_efficiency": ("horovod", "ps_sync"),
+                 "model_ring_scaling": ("horovod",), "model_vgg_worst": ("horovod",)}
+
+
+def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, external: pd.DataFrame | None = None,
+                  old: pd.DataFrame | None = None) -> Measured:
     """A finding at the paper's process counts (``pred``: the model's throughput table there, as
     :func:`modelbasis.paper_scale` gives it) on basis ``model``, gated on the model's validation
-    ``val`` against the emulated grid (claims.yaml threshold ``max_model_error``). The ratio and PS
-    efficiency are read at the largest N both methods reach (the paper's PS ran to 10), the scaling
-    findings on Horovod to its largest N."""
+    ``val`` against the emulated grid (claims.yaml threshold ``max_model_error``) and on its held-out errors
+    on published measurements of the methods it judges (``external``, per method; default: the package's
+    set; thresholds ``max_external_median_pp``, ``max_external_worst_pp``). The ratio and PS efficiency are
+    read at the largest N both methods reach (the paper's PS ran to 10), the scaling findings on Horovod to
+    its largest N. ``old``: the same table from the emulated profile's model; where its verdict differs,
+    the note says so."""
     claim = claims.load(NAME)[cid]
     gate = modelbasis.validation_gate(val, claim.threshold("max_model_error"))
     if gate is not None:  # without an emulated grid the chapter shows no model table: the findings say why
         shown = val is not None and not val.empty
         return Measured(NO, gate=gate, evidence=None if shown else "distributed-findings")
-    both = pred.groupby("workers")["method"].nunique()
-    two = cid in ("model_horovod", "model_ps_efficiency")
-    t = pred[pred["workers"] <= both[both >= 2].index.max()] if two else pred[pred["method"] == "horovod"]
-    m = MODEL_JUDGES[cid](_emulated_grid(t, "model"))
-    if m.gate is not None:
-        return Measured(NO, gate=m.gate)
+    methods = MODEL_METHODS[cid]
+    gate = modelbasis.external_gate(methods, claim.threshold("max_external_median_pp"),
+                                    claim.threshold("max_external_worst_pp"), external)
+    m = _model_judge(cid, pred)
+    if gate is not None or m.gate is not None:
+        return Measured(NO, gate=gate or m.gate, note=m.ours if gate is not None and m.gate is None else "")
     prof = pred["hardware"].iloc[0]
     m.ours, m.basis, m.runs = f"{m.ours} [model of {prof}]", "model", 0
-    m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val)) if x)
+    was = _model_judge(cid, old) if old is not None else None
+    if was is not None:
+        was.basis, was.runs = "model", 0
+    changed = was is not None and was.gate is None and claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
+    m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val), modelbasis.external_text(methods, external),
+                                   f"the emulated profile's model said otherwise: {was.ours}" if changed else "") if x)
     m.evidence = "distributed-model-paper-scale"
     return m
 
 
+def _model_judge(cid: str, pred: pd.DataFrame) -> Measured:
+    both = pred.groupby("workers")["method"].nunique()
+    two = cid in ("model_horovod", "model_ps_efficiency")
+    t = pred[pred["workers"] <= both[both >= 2].index.max()] if two else pred[pred["method"] == "horovod"]
+    return MODEL_JUDGES[cid](_emulated_grid(t, "model"))
+
+
 def model_findings(tables: dict, p: dict) -> dict[str, Measured]:
-    """:func:`model_finding` of every claim of :data:`MODEL_FINDINGS` for a run's tables."""
+    """:func:`model_finding` of every claim of :data:`MODEL_FINDINGS` for a run's tables: the model of the
+    cluster's real topology decides, the emulated profile's model is shown beside it where they differ."""
     val = modelbasis.validation(tables, p)
-    pred = modelbasis.paper_scale(tables["emulated_throughput"], int(p.get("ps", 1))) if val is not None else None
-    return {cid: model_finding(cid, pred, val) for cid in MODEL_FINDINGS}
+    if val is None:
+        return {cid: model_finding(cid, None, val) for cid in MODEL_FINDINGS}
+    tp, ps = tables["emulated_throughput"], int(p.get("ps", 1))
+    pred, old = modelbasis.paper_scale(tp, ps, real=True), modelbasis.paper_scale(tp, ps)
+    return {cid: model_finding(cid, pred, val, old=old) for cid in MODEL_FINDINGS}
 
 
 def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict[str, Measured]:

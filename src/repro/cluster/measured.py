@@ -1,0 +1,271 @@
+"""The analytic model (:mod:`repro.cluster.perfmodel`) against real measurements that no one here made.
+
+``measurements.csv`` (beside this module) holds published scaling measurements of data-parallel
+training: every point with its source (document, table), hardware (GPU, GPUs per host, the links of
+``links.yaml``), framework and method, batch per worker, the source's one-GPU images/s and the
+measured images/s (or the scaling efficiency the source states) at ``workers`` GPUs. A user's own
+cluster's measurements in the same columns go through :func:`load` too.
+
+For each point the model is given a hardware profile built from the point's own description and
+predicts the scaling efficiency; nothing is fitted per point. One constant per framework and method,
+the per-step overhead, is fitted on the points whose ``split`` is ``train`` (:func:`fit`) and the
+errors are reported on the ``test`` half (:func:`summary`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from repro.core.params import one_line
+
+from . import hardware, overlap, perfmodel
+from .spec import ClusterError
+
+# How each framework and method moves gradients (repro.cluster.overlap for the terms):
+# overlap, fusion buffer (bytes), cycle (s), host aggregation
+TERMS = {
+    ("horovod", "horovod"): (True, overlap.HOROVOD_FUSION_BYTES, overlap.HOROVOD_CYCLE_S, False),
+    ("tensorflow", "ring"): (True, 0.0, 0.0, False),  # tf_cnn_benchmarks 'replicated' with NCCL: per variable
+    ("tensorflow", "ps_sync"): (True, 0.0, 0.0, True),  # pushes per variable as ready; a worker sums its GPUs first
+    ("thesis", "ps_sync"): (False, 0.0, 0.0, False),  # the thesis' dist.py: compute, then move all the weights
+    ("thesis", "ps_async"): (False, 0.0, 0.0, False),
+}
+SPLITS = ("train", "test")
+
+
+class Point(BaseModel):
+    """One published measurement (a row of ``measurements.csv``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    locator: str = Field(min_length=1)
+    url: str = ""
+    framework: Literal["tensorflow", "horovod", "thesis"]
+    method: Literal["ps_sync", "ps_async", "ring", "horovod"]
+    ps: int | None = Field(default=None, ge=1)
+    ps_placement: Literal["host", "workers", "separate", "none"]
+    gpu: str = Field(min_length=1)
+    gpus_per_host: int = Field(ge=1)
+    gpus_per_switch: int | None = Field(default=None, ge=1)
+    intra_link: str
+    inter_link: str
+    pull: Literal["with-forward", "after-update"] = "with-forward"  # when a PS worker reads the new weights
+    model: str = Field(min_length=1)
+    parameters: int | None = Field(default=None, ge=1)
+    batch: int = Field(ge=1)
+    data: str = ""
+    workers: int = Field(ge=1)
+    images_per_s: float | None = Field(default=None, gt=0)
+    efficiency: float | None = Field(default=None, gt=0, le=1.5)
+    single_images_per_s: float = Field(gt=0)
+    reading: Literal["table", "text", "figure-approx", "derived"]
+    split: Literal["train", "test"]
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Point":
+        if self.images_per_s is None and self.efficiency is None:
+            raise ValueError("needs images_per_s or efficiency")
+        if self.method.startswith("ps") and self.ps is None:
+            raise ValueError("a parameter-server point needs ps (the number of servers)")
+        for name in {self.intra_link, self.inter_link} - {"none"}:
+            if name not in links():
+                raise ValueError(f"link {name!r} is not in links.yaml (valid: {', '.join(links())}, none)")
+        if self.gpus_per_host > 1 and self.intra_link == "none":
+            raise ValueError("gpus_per_host > 1 needs intra_link")
+        if self.workers > self.gpus_per_host and self.inter_link == "none":
+            raise ValueError("more workers than a host's GPUs needs inter_link")
+        if (self.framework, self.method) not in TERMS:
+            raise ValueError(f"framework {self.framework} with method {self.method} is not modelled "
+                             f"(valid: {', '.join('/'.join(k) for k in TERMS)})")
+        return self
+
+    @property
+    def measured(self) -> float:
+        """The measured scaling efficiency: images/s over N times the one-GPU rate, else as stated."""
+        if self.images_per_s is not None:
+            return self.images_per_s / (self.workers * self.single_images_per_s)
+        return float(self.efficiency)
+
+
+@lru_cache(maxsize=1)
+def links() -> dict:
+    """``links.yaml``: name -> {rate, goodput, latency_s, source}."""
+    return yaml.safe_load(resources.files(__package__).joinpath("links.yaml").read_text(encoding="utf-8"))["links"]
+
+
+def default_file() -> Path:
+    return Path(str(resources.files(__package__).joinpath("measurements.csv")))
+
+
+def load(path: str | Path | None = None) -> list[Point]:
+    """The points of ``path`` (default: the package's set); a malformed row is one line naming the file,
+    the row's id (or line) and the field."""
+    path = Path(path) if path else default_file()
+    try:
+        rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
+    except OSError as exc:
+        raise ClusterError(f"measurements file {path}: {exc.strerror or exc}") from None
+    if not rows:
+        raise ClusterError(f"measurements file {path}: no rows")
+    points = []
+    for line, row in enumerate(rows, start=2):
+        clean = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
+        try:
+            points.append(Point.model_validate(clean))
+        except ValidationError as err:
+            raise ClusterError(one_line(err, f"measurements file {path}, line {line} ({row.get('id') or '?'})")) from None
+    return points
+
+
+def parameters(p: Point) -> int:
+    """The point's weights: given, else the Keras model's (:data:`perfmodel.PARAMETERS`, the layer table)."""
+    if p.parameters:
+        return p.parameters
+    if p.model in perfmodel.PARAMETERS:
+        return perfmodel.PARAMETERS[p.model]
+    if p.model in overlap.models():
+        return sum(n for n, _ in overlap.layers(p.model))
+    raise ClusterError(f"measurement {p.id}: model {p.model!r} has no known parameter count; give 'parameters'")
+
+
+def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
+    """The hardware profile the point describes, with its framework's terms and ``overhead`` (a share of
+    the step's compute) per step."""
+    ov, fusion, cycle, agg = TERMS[(p.framework, p.method)]
+    inter = links().get(p.inter_link, {"rate": "1gbit", "goodput": 1.0, "latency_s": 0.0})
+    intra = links().get(p.intra_link)
+    raw = {"images_per_s": {p.model: p.single_images_per_s}, "batch": p.batch, "link": inter["rate"],
+           "goodput": inter["goodput"], "latency_s": inter["latency_s"], "gpus_per_host": p.gpus_per_host,
+           "gpus_per_switch": p.gpus_per_switch, "intra_link": intra["rate"] if intra else None,
+           "intra_latency_s": intra["latency_s"] if intra else 0.0, "ps_on_workers": p.ps_placement != "separate",
+           "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle, "host_aggregation": agg,
+           "step_overhead": overhead, "description": p.gpu, "source": p.source}
+    return hardware.profile(p.id, raw)
+
+
+def predict(p: Point, overhead: float = 0.0) -> dict:
+    """The model's step for the point (:func:`perfmodel.step`)."""
+    return perfmodel.step(profile(p, overhead), p.model, p.method, p.workers, p.batch, parameters(p), p.ps or 1)
+
+
+def group(p: Point) -> str:
+    return f"{p.framework}/{p.method}"
+
+
+def fit(points: list[Point], grid=None) -> dict[str, float]:
+    """Per framework/method, the per-step overhead (a share of compute) that minimises the median
+    absolute efficiency error over its ``train`` points with N > 1 (a grid of 0-20 % by 0.25 %); 0 where
+    it has none."""
+    grid = grid if grid is not None else [i * 0.0025 for i in range(81)]
+    out = {}
+    for key in sorted({group(p) for p in points}):
+        train = [p for p in points if group(p) == key and p.split == "train" and p.workers > 1]
+        if not train:
+            out[key] = 0.0
+            continue
+        def cost(c, train=train):  # noqa: E306
+            errs = sorted(abs(predict(p, c)["efficiency"] - p.measured) for p in train)
+            return errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+        out[key] = min(grid, key=lambda c: (round(cost(c), 9), c))
+    return out
+
+
+def validate(points: list[Point], overheads: dict[str, float] | None = None) -> pd.DataFrame:
+    """Per point: measured and predicted efficiency and the error in percentage points (predicted -
+    measured); ``overheads`` per framework/method (default: :func:`fit` on the points' train half)."""
+    overheads = fit(points) if overheads is None else overheads
+    rows = []
+    for p in points:
+        got = predict(p, overheads.get(group(p), 0.0))
+        rows.append({"id": p.id, "source": p.source, "method": p.method, "framework": p.framework, "model": p.model,
+                     "gpu": p.gpu, "gpus_per_host": p.gpus_per_host, "inter_link": p.inter_link, "workers": p.workers,
+                     "split": p.split, "measured": p.measured, "predicted": got["efficiency"],
+                     "error_pp": 100 * (got["efficiency"] - p.measured), "note": got["note"]})
+    return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame, split: str | None = "test") -> pd.DataFrame:
+    """Median and worst absolute error (percentage points) per source and method over the points with
+    N > 1 (of ``split``; None: all)."""
+    t = table[table["workers"] > 1]
+    if split:
+        t = t[t["split"] == split]
+    g = t.assign(abs_pp=t["error_pp"].abs()).groupby(["source", "method"])["abs_pp"]
+    out = g.agg(points="count", median_pp="median", worst_pp="max").reset_index()
+    return out
+
+
+def overall(table: pd.DataFrame, split: str = "test") -> dict:
+    """Median and worst absolute error (pp) over every point of ``split`` with N > 1."""
+    t = table[(table["workers"] > 1) & (table["split"] == split)]["error_pp"].abs()
+    return {"points": int(t.size), "median_pp": float(t.median()) if t.size else math.nan,
+            "worst_pp": float(t.max()) if t.size else math.nan}
+
+
+# The goal a model verdict needs on the held-out half, per method (issue 38: median 5, worst 10 percentage
+# points of scaling efficiency; for reference, Habitat predicts iteration times within 11.8 %)
+GOAL_MEDIAN_PP, GOAL_WORST_PP = 5.0, 10.0
+
+
+def method_errors(table: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    """Per method, over every source: the points of ``split`` with N > 1, their median and worst absolute
+    error (percentage points)."""
+    t = table[(table["workers"] > 1) & (table["split"] == split)]
+    g = t.assign(abs_pp=t["error_pp"].abs()).groupby("method")["abs_pp"]
+    return g.agg(points="count", median_pp="median", worst_pp="max")
+
+
+@lru_cache(maxsize=1)
+def package_validation() -> tuple[dict, pd.DataFrame]:
+    """The fitted overheads and the validation table of the package's own set (computed once a process)."""
+    points = load()
+    overheads = fit(points)
+    return overheads, validate(points, overheads)
+
+
+def overhead_for(method: str) -> float:
+    """The fitted overhead the paper-scale predictions use for ``method`` (Horovod's for horovod and ring,
+    TensorFlow's parameter server's for the PS methods)."""
+    overheads = package_validation()[0]
+    key = "horovod/horovod" if method in ("horovod", "ring") else "tensorflow/ps_sync"
+    return overheads.get(key, 0.0)
+
+
+def report(path: str | Path | None = None) -> str:
+    """What ``repro predict --validate measurements|FILE`` prints: per point predicted vs measured, per
+    source and method the median and worst error on the held-out half (and on all points), the fitted
+    overheads. A user's file is judged with the overheads fitted on its own train rows."""
+    points = load(path)
+    overheads = fit(points)
+    table = validate(points, overheads)
+    cols = ["id", "method", "model", "gpu", "gpus_per_host", "inter_link", "workers", "split", "measured", "predicted",
+            "error_pp"]
+    shown = table[table["workers"] > 1]
+    fmt = lambda v: f"{v:.3f}"  # noqa: E731
+    parts = [f"the analytic model (repro.cluster.perfmodel) against {len(points)} published measurements "
+             f"({path or 'the package set: repro/cluster/measurements.csv'}); efficiency = images/s / (N x one GPU's)",
+             shown[cols].to_string(index=False, float_format=fmt),
+             "per source and method, held-out half (test), percentage points of efficiency:",
+             summary(table, "test").to_string(index=False, float_format=lambda v: f"{v:.1f}"),
+             "per source and method, every point with N > 1:",
+             summary(table, None).to_string(index=False, float_format=lambda v: f"{v:.1f}"),
+             "per-step overhead fitted on the train half (share of compute): "
+             + ", ".join(f"{k} {v:.4f}" for k, v in overheads.items())]
+    o = overall(table)
+    parts.append(f"held-out half: {o['points']} points, median {o['median_pp']:.1f} pp, worst {o['worst_pp']:.1f} pp "
+                 f"(goal: {GOAL_MEDIAN_PP:g} / {GOAL_WORST_PP:g})")
+    notes = sorted({n for n in table["note"] if n})
+    if notes:
+        parts.append("not modelled: " + "; ".join(notes))
+    return "\n".join(parts)
