@@ -35,8 +35,8 @@ GOODPUT = 1448 / 1514
 # images per epoch for `repro predict`'s cost where a profile gives none (CIFAR-10's training set)
 EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
-TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput", "overlap", "pull_with_forward", "fusion_bytes", "cycle_s",
-                   "step_overhead", "topology_profile")
+TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput",
+                   "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -59,7 +59,7 @@ class Profile:
     epoch_images: int = EPOCH_IMAGES  # images of one epoch, for the cost per epoch
     # hosts with several GPUs (repro.cluster.perfmodel): `link` is then the network between hosts
     gpus_per_host: int = 1
-    gpus_per_switch: int | None = None  # GPUs sharing one link to the host (a K80 board's two; default: all of a host's)
+    gpus_per_switch: int | None = None  # GPUs sharing one link to the host (a K80 board's two; default: all)
     host_aggregation: bool = False  # a host sums its GPUs' gradients before one copy crosses the network
     intra_link: str | None = None  # GPU <-> GPU / host memory inside a host (a tc rate), needed when gpus_per_host > 1
     intra_latency_s: float = 0.0
@@ -69,7 +69,7 @@ class Profile:
     fusion_bytes: float = 0.0  # Horovod's tensor fusion buffer (0: one message per layer)
     cycle_s: float = 0.0  # Horovod's cycle time
     topology_profile: str | None = None  # the profile of the same cluster's real topology (several GPUs per host)
-    step_overhead: float = 0.0  # a distributed framework's per-step work beyond compute and communication, as a share of compute
+    step_overhead: float = 0.0  # a framework's per-step work beyond compute and communication, a share of compute
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""

@@ -8,7 +8,7 @@ from repro.book import report
 from repro.book.plots import style
 from repro.core import paper
 from repro.core.harness import Result
-from repro.experiments.distributed.common import LABELS, METHODS, PAPER, PAPER_PROCESSES
+from repro.experiments.distributed.common import LABELS, METHODS, PAPER
 
 
 def throughput_table(result: Result) -> pd.DataFrame:
@@ -101,6 +101,7 @@ def glue_numbers(result: Result) -> None:
          if len(fault) and fault["ours"].iloc[0] != "–" else "Not run in this profile.")
     _glue_emulated(result)
     glue_model(result)
+    glue_measured()
     glue("dist_n_findings", len(f))
     glue("dist_verdict_counts", verdict_counts(f))
 
@@ -168,24 +169,72 @@ def limits_text(lim) -> str:
 
 
 def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The analytic model of the emulated hardware profile (:mod:`repro.cluster.perfmodel`): its validation
-    against the emulated grid, and what it predicts at the paper's process counts for the grid's models,
-    with Horovod / sync PS where both are predicted. None without an emulated grid."""
+    """The analytic model (:mod:`repro.cluster.perfmodel`): its validation against the emulated grid, and what
+    it predicts at the paper's process counts for the grid's models on the cluster's real topology (the
+    emulated profile's ``topology_profile``: the model rows' table), beside the emulated profile's model
+    (``efficiency_emulated_profile``), with Horovod / sync PS where both are predicted. None without an
+    emulated grid."""
     if "emulated_throughput" not in result.tables:
         return None
-    from repro.cluster import hardware, perfmodel
+    from repro.cluster import perfmodel
+    from repro.experiments.distributed import modelbasis
 
-    tp = result["emulated_throughput"]
-    prof, sizes = hardware.load(result.params["emulate"]), tp.groupby("model")["parameters"].first()
-    ps = int(result.params.get("ps", 1))
-    pred = pd.concat([perfmodel.predict(prof, m, method, n, result.params["batch_size"], int(sizes[m]), ps)
-                      for m in sizes.index for method, n in PAPER_PROCESSES.items()], ignore_index=True)
-    wide = pred.pivot_table(index=["model", "workers"], columns="method", values="images_per_s")
+    tp, ps = result["emulated_throughput"], int(result.params.get("ps", 1))
+    keys = ["method", "model", "workers"]
+    old = modelbasis.paper_scale(tp, ps)[keys + ["efficiency"]]
+    old = old.rename(columns={"efficiency": "efficiency_emulated_profile"})
+    pred = modelbasis.paper_scale(tp, ps, real=True).merge(old, on=keys)
+    wide = pred.pivot_table(index=["model", "workers"], columns="method", values="total_images_per_sec")
     pred = pred.merge((wide["horovod"] / wide["ps_sync"]).rename("horovod_over_ps_sync").reset_index(),
                       on=["model", "workers"], how="left")
-    cols = ["method", "model", "workers", "images_per_s", "efficiency", "compute_s", "comm_s", "horovod_over_ps_sync"]
+    cols = keys + ["total_images_per_sec", "efficiency", "efficiency_emulated_profile", "horovod_over_ps_sync",
+                   "hardware"]
     pred = pred[pred["workers"] >= 2]  # the paper's process counts (one process: the model's base only)
     return perfmodel.validate_table(tp, ps), pred[cols]
+
+
+def measured_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The model against published real measurements (:mod:`repro.cluster.measured`): per point with N > 1,
+    and per source and method on the held-out half."""
+    from repro.cluster import measured
+
+    table = measured.package_validation()[1]
+    points = table[table["workers"] > 1][["id", "source", "method", "model", "gpu", "gpus_per_host", "inter_link",
+                                          "workers", "split", "measured", "predicted", "error_pp"]]
+    return points, measured.summary(table, "test")
+
+
+def plot_measured(points: pd.DataFrame):
+    """Predicted vs measured scaling efficiency, one marker per source, the held-out half filled; the 1:1 line."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    style()
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    sns.scatterplot(data=points, x="measured", y="predicted", hue="source", style="split", ax=ax, s=36)
+    lo = min(points["measured"].min(), points["predicted"].min()) - 0.03
+    ax.plot([lo, 1.05], [lo, 1.05], color="grey", lw=1, ls="--")
+    ax.set(xlabel="measured scaling efficiency (published)", ylabel="predicted by the model", xlim=(lo, 1.05),
+           ylim=(lo, 1.05))
+    return fig
+
+
+def glue_measured() -> None:
+    """The held-out errors as text: overall and per method, with the goal."""
+    from repro.cluster import measured
+
+    table = measured.package_validation()[1]
+    o, per, b = measured.overall(table), measured.method_errors(table), measured.constant_baseline(table)
+    goal = f"goal {measured.GOAL_MEDIAN_PP:g} and {measured.GOAL_WORST_PP:g}"
+    report.glue("dist_measured_overall", f"{o['points']} held-out points, median {o['median_pp']:.1f} and worst "
+                f"{o['worst_pp']:.1f} percentage points ({goal}); one constant, the train half's median efficiency "
+                f"{b['constant']:.2f}, would miss them by {b['median_pp']:.1f} in the median and {b['worst_pp']:.0f} at "
+                "worst: the model's worth is in the points far from the typical efficiency, and it misses the spread "
+                "among the typical ones (most of its predictions sit near one minus the fitted overhead)")
+    report.glue("dist_measured_methods", "; ".join(f"{m}: median {r.median_pp:.1f}, worst {r.worst_pp:.1f} over "
+                                                  f"{int(r.points)} points" for m, r in per.iterrows()))
+    report.glue("dist_measured_sources", f"{table['source'].nunique()} sources, {int((table['workers'] > 1).sum())} "
+                "points with N > 1")
 
 
 def glue_model(result: Result) -> None:

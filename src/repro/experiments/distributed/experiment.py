@@ -49,10 +49,13 @@ from repro.core import claims, harness
 from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
 from repro.experiments.distributed.chapter import (
+    glue_measured,
     glue_numbers,
+    measured_tables,
     model_tables,
     plot_bandwidth,
     plot_efficiency,
+    plot_measured,
     plot_throughput,
     throughput_table,
 )
@@ -67,7 +70,8 @@ from repro.experiments.distributed.common import (
 from repro.ml import data as _data
 
 __all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPERIMENT", "run", "add_cli",
-           "glue_numbers", "model_tables", "plot_bandwidth", "plot_efficiency", "plot_throughput", "throughput_table"]
+           "glue_measured", "glue_numbers", "measured_tables", "model_tables", "plot_measured", "plot_bandwidth",
+           "plot_efficiency", "plot_throughput", "throughput_table"]
 
 
 @dataclass

@@ -390,9 +390,11 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
     was = _model_judge(cid, old) if old is not None else None
     if was is not None:
         was.basis, was.runs = "model", 0
-    changed = was is not None and was.gate is None and claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
+    changed = was is not None and was.gate is None and \
+        claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
+    said = f"the emulated profile's model said otherwise: {was.ours}" if changed else ""
     m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val), modelbasis.external_text(methods, external),
-                                   f"the emulated profile's model said otherwise: {was.ours}" if changed else "") if x)
+                                   said) if x)
     m.evidence = "distributed-model-paper-scale"
     return m
 
