@@ -228,9 +228,10 @@ def glue_measured() -> None:
     goal = f"goal {measured.GOAL_MEDIAN_PP:g} and {measured.GOAL_WORST_PP:g}"
     report.glue("dist_measured_overall", f"{o['points']} held-out points, median {o['median_pp']:.1f} and worst "
                 f"{o['worst_pp']:.1f} percentage points ({goal}); one constant, the train half's median efficiency "
-                f"{b['constant']:.2f}, would miss them by {b['median_pp']:.1f} in the median and {b['worst_pp']:.0f} at "
-                "worst: the model's worth is in the points far from the typical efficiency, and it misses the spread "
-                "among the typical ones (most of its predictions sit near one minus the fitted overhead)")
+                f"{b['constant']:.2f}, would miss them by {b['median_pp']:.1f} in the median and "
+                f"{b['worst_pp']:.0f} at worst: the model's worth is in the points far from the typical efficiency, "
+                "and it misses the spread among the typical ones (most of its predictions sit near one minus the "
+                "fitted overhead)")
     report.glue("dist_measured_methods", "; ".join(f"{m}: median {r.median_pp:.1f}, worst {r.worst_pp:.1f} over "
                                                   f"{int(r.points)} points" for m, r in per.iterrows()))
     report.glue("dist_measured_sources", f"{table['source'].nunique()} sources, {int((table['workers'] > 1).sum())} "

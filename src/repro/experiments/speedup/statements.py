@@ -292,9 +292,24 @@ def claims_table(measured: dict[str, _claims.Measured], verdict: dict[str, str])
     return pd.DataFrame(rows)
 
 
+def _model_speedups() -> dict[str, float]:
+    """The analytic model of the thesis' cluster (repro.cluster.perfmodel, through the thesis' rows of the
+    published-measurements set, repro.cluster.measured) for each measured speedup, by its reported key:
+    N x the predicted efficiency, no fitted overhead (the thesis' own points are in that set)."""
+    from repro.cluster import measured
+
+    out = {}
+    for p in measured.load():
+        key = next((k for k in p.locator.replace("(", " ").replace(")", " ").split() if k.startswith("speedup_")), None)
+        if p.source == "slampa2017" and key:
+            out[key] = p.workers * measured.predict(p, 0.0)["efficiency"]
+    return out
+
+
 def reported_vs_predicted(grid: pd.DataFrame, verdict: dict[str, str]) -> pd.DataFrame:
-    """The thesis' measured speedups next to what its own equations predict for the same configuration."""
-    said = _claims.load(NAME)
+    """The thesis' measured speedups next to what its own equations predict for the same configuration, and
+    what the analytic model of its cluster predicts (:func:`_model_speedups`)."""
+    said, model = _claims.load(NAME), _model_speedups()
     rows = []
     for spec in thesis_claims():
         claim = said[spec["id"]]
@@ -307,7 +322,9 @@ def reported_vs_predicted(grid: pd.DataFrame, verdict: dict[str, str]) -> pd.Dat
         predicted = float(hit["speedup"].iloc[0]) if not hit.empty else float("nan")
         rows.append({"network": spec["network"], "configuration": f"{cfg['mode']}, {cfg['server']}, N={cfg['workers']}",
                      "thesis_measured": reported, "thesis_equations": predicted,
-                     "equations_error": (predicted - reported) / reported, "verdict": verdict[spec["id"]]})
+                     "equations_error": (predicted - reported) / reported,
+                     "model_of_cluster": (m := model.get(claim.reported, float("nan"))),
+                     "model_error": m / reported - 1, "verdict": verdict[spec["id"]]})
     return pd.DataFrame(rows)
 
 
