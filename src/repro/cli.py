@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from repro.book import build as book
-from repro.core import harness, provenance, results, runner
+from repro.core import harness, progress, provenance, results, runner
 from repro.core import ledger as _ledger
 from repro.core import params as _params
 from repro.core.errors import ReproError
@@ -212,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="repro",
         description="Reproduce the papers' experiments with papermill and render them as a Jupyter Book.",
     )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (debug)")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="warnings only: no progress lines")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="experiments and their profiles, with what each costs roughly")
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ info lines from TensorFlow, here or in children
     parser = build_parser()
     args = parser.parse_args(argv)
+    progress.setup(args.verbose - args.quiet)
     try:
         return args.func(args)
     except ReproError as exc:  # one line, no traceback; exit 2 (3: training stopped at its deadline)

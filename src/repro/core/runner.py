@@ -36,6 +36,19 @@ def kernel_name() -> str:
     return KERNEL if KERNEL in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+def _ipc_kernel_manager():
+    """A kernel manager on Unix-domain sockets: the notebook's kernel is local, so nothing listens on TCP,
+    and ipykernel's 'running over TCP without encryption' warning never reaches the console. TCP where the
+    platform has no Unix sockets."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc" if os.name == "posix" else "tcp", config=True)
+
+    return IPCKernelManager
+
+
 def _stream_papermill_log() -> None:
     """Show the notebook's output (one line per epoch) while it runs."""
     logger = logging.getLogger("papermill")
@@ -96,6 +109,7 @@ def _papermill(run_dir: Path, log_output: bool) -> None:
             # relative to the checkout: published notebooks must not show the path of the machine that ran them
             parameters={"profile": profile, "overrides": {}, "run_dir": results.relative_to_project(run_dir)},
             kernel_name=kernel_name(), cwd=str(notebook.parent), log_output=log_output, progress_bar=False,
+            kernel_manager_class=_ipc_kernel_manager(),
         )
     except BaseException as exc:
         if partial.is_file():

@@ -34,6 +34,7 @@ inside functions. ``python -m repro.ml.fused probe OUT.json``: the GPU campaign'
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -41,8 +42,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.core.progress import Progress
 from repro.ml import training
 from repro.ml.data import Dataset
+
+log = logging.getLogger(__name__)
 
 SEED_STATE = "seed_generator_state"
 
@@ -359,6 +363,7 @@ class _Group:
         state = self.layout.stack(self.models)
         n, n_test, k = len(data.y_train), len(data.y_test), len(self.models)
         last_save, last_s = time.perf_counter(), 0.0
+        progress = Progress(log, f"{log_prefix}epochs", max(epochs - start, 0)) if verbose else None
         for epoch in range(start, epochs):
             if any(d is not None for d in self.dirs) and (why := training.stop_reason(last_s)):
                 self.checkpoint(state)
@@ -374,11 +379,11 @@ class _Group:
             state, train, test, t_train, t_test, calls = out
             self.record(epoch, train, test, t_train, t_test, n, n_test)
             training.epoch_done()
-            if verbose:
+            if progress:
                 accs = ", ".join(f"{self.labels[i]} {self.rows[i][-1]['test_accuracy']:.3f}" for i in range(k))
-                print(f"{log_prefix}epoch {epoch + 1}/{epochs} - {t_train:.1f} s train + {t_test:.1f} s test - "
-                      f"{k * n / t_train:,.0f} img/s over {k} models, {calls} dispatches - test accuracy: {accs}",
-                      flush=True)
+                progress.done(f"(epoch {epoch + 1}/{epochs})", f"{t_train:.1f} s train + {t_test:.1f} s test, "
+                              f"{k * n / t_train:,.0f} img/s over {k} models, {calls} dispatches; "
+                              f"test accuracy: {accs}")
             if time.perf_counter() - last_save >= every_s or epoch + 1 == epochs:
                 self.checkpoint(state)
                 last_save = time.perf_counter()

@@ -38,6 +38,7 @@ are the run's ``verify`` phase.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -46,6 +47,7 @@ import pandas as pd
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.core.params import ParameterError
+from repro.core.progress import Progress
 from repro.experiments.cost_study import analysis, sweep, verdicts
 from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.child import TRAIN_ENTRY
@@ -67,6 +69,8 @@ from repro.experiments.cost_study.planning import (
 )
 from repro.ml import data as _data
 from repro.ml import training
+
+log = logging.getLogger(__name__)
 
 NAME = verdicts.NAME
 NETWORKS = ("mnist_cnn", "cifar10_cnn")
@@ -97,6 +101,7 @@ def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpu_ids = [v for v in visible.split(",") if v.strip()] if visible else [str(i) for i in range(n_gpus)]
     rows, epochs = [], []
+    progress = Progress(log, "cost_study children", len(children))
     for i, child in enumerate(children, 1):
         net = child["network"]
         np_ = net_params(p, net)
@@ -104,7 +109,7 @@ def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.
                 "gpus": child["gpus"], "seed": p["seed"], "learning_rate": p["learning_rate"], **np_}
         env = {"CUDA_VISIBLE_DEVICES": ",".join(gpu_ids[: child["gpus"]])}  # "" = CPU only
         k_cores = sweep.cores_for(child["cores"])
-        print(f"[cost_study] {i}/{len(children)} {child['label']} on CPUs {k_cores}", flush=True)
+        log.info("cost_study child %d/%d %s on CPUs %s", i, len(children), child["label"], k_cores)
         res = sweep.run_child(task, k_cores, timeout=p["child_timeout_s"], sample_interval=p["sample_interval_s"],
                               samples_path=run.dir / "samples" / f"{child['label']}.csv",
                               log_path=run.dir / "logs" / f"{child['label']}.log", env=env)
@@ -113,8 +118,8 @@ def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.
                            "gpus": child["gpus"], "rep": child["rep"], **h})
         row = _child_row(child, np_, k_cores, res)
         rows.append(row)
-        print(f"[cost_study]   learn {row['t_learn_s']:.1f} s, total {row['wall_s']:.1f} s, "
-              f"peak RSS {row['peak_rss_mb']:.0f} MB, test acc {row['final_test_accuracy']:.3f}", flush=True)
+        progress.done(child["label"], f"learn {row['t_learn_s']:.1f} s, total {row['wall_s']:.1f} s, peak RSS "
+                      f"{row['peak_rss_mb']:.0f} MB, test acc {row['final_test_accuracy']:.3f}")
     return pd.DataFrame(rows), pd.DataFrame(epochs)
 
 

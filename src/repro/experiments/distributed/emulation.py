@@ -22,6 +22,7 @@ run; the two dilations agree).
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pandas as pd
@@ -29,10 +30,12 @@ import pandas as pd
 from repro import cluster
 from repro.cluster import hardware
 from repro.core.params import ParameterError
+from repro.core.progress import Progress
 from repro.experiments.distributed import runs
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
 from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED, horovod_available
 
+log = logging.getLogger(__name__)
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
 
@@ -151,14 +154,17 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     skip = {"horovod"} if "horovod" in p["emulate_methods"] and not horovod_available() else set()
     if skip:
         run.note("emulated horovod", HOROVOD_NOT_INSTALLED)
-    repeats = p["emulate_repeats"]
+    repeats, grid = p["emulate_repeats"], [c for c in todo if c["method"] not in skip]
+    progress = Progress(log, "emulated clusters", repeats * len(grid),
+                        weights=[c["dilation"] * c["workers"] for _ in range(repeats) for c in grid])
     for rep in range(1, repeats + 1):  # the whole grid once, then again: a slow spell of the machine hits one run
-        for c in (c for c in todo if c["method"] not in skip):
+        for c in grid:
             name = f"emulated-{c['method']}-{c['workers']}" + (f"-run{rep}" if repeats > 1 else "")
             net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
             s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / name, network=net,
                                     models=models, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
             summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
+            progress.done(f"{c['method']}, {c['workers']} worker(s), run {rep}", f"dilation {c['dilation']:g}")
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
     out = {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),

@@ -35,6 +35,7 @@ The claims are in ``claims.yaml``; :mod:`.verdicts` measures each from the writt
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from repro import cluster
 from repro.cluster import cli as cluster_cli
 from repro.cluster import slurm
 from repro.core import claims, harness
+from repro.core.progress import Progress
 from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
 from repro.experiments.distributed.chapter import (
@@ -68,6 +70,8 @@ from repro.experiments.distributed.common import (
     PAPER,
 )
 from repro.ml import data as _data
+
+log = logging.getLogger(__name__)
 
 __all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPERIMENT", "run", "add_cli",
            "glue_measured", "glue_numbers", "measured_tables", "model_tables", "plot_measured", "plot_bandwidth",
@@ -95,11 +99,15 @@ def _dataset_info(p: dict, models: list[dict]) -> dict:
 def _grid(run, p: dict, horovod_missing: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (method, workers) of the profile on a fresh cluster: throughput and per-worker rows."""
     summary, per_worker = [], []
-    for method in (m for m in p["methods"] if not (horovod_missing and m == "horovod")):
-        for n in p["workers"]:
-            s, w = runs.cluster_run(method, n, p, run.dir / "clusters" / f"{method}-{n}")
-            summary += s
-            per_worker += w
+    todo = [(method, n) for method in p["methods"] if not (horovod_missing and method == "horovod")
+            for n in p["workers"]]
+    progress = Progress(log, "distributed clusters", len(todo), weights=[n for _, n in todo])
+    for method, n in todo:
+        s, w = runs.cluster_run(method, n, p, run.dir / "clusters" / f"{method}-{n}")
+        summary += s
+        per_worker += w
+        progress.done(f"{method}, {n} worker(s)", ", ".join(f"{r['model']} {r['total_images_per_sec']:.1f} images/s"
+                                                            for r in s))
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 

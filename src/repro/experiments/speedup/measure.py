@@ -45,6 +45,7 @@ parameter ``measure`` is true. Every number comes from real processes started by
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +54,10 @@ import pandas as pd
 from repro import cluster
 from repro.book import plots as book_plots
 from repro.core.params import ParameterError
+from repro.core.progress import Progress
 from repro.experiments.speedup import equations as eq
+
+log = logging.getLogger(__name__)
 
 PROGRAMS = "repro.experiments.speedup.programs"
 MODEL_NAMES = ("thesis", "extended")
@@ -235,6 +239,8 @@ def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.Dat
     env = cluster.thread_env(p["threads_per_worker"])
     plan = plan or [{"server": s, "workers": n, "networks": p["measure_networks"], "dilation": 1.0}
                     for s in p["measure_servers"] for n in p["measure_workers"]]
+    progress = Progress(log, f"speedup {tag} clusters", len(plan),
+                        weights=[c["dilation"] * len(c["networks"]) for c in plan])
     for c in plan:
         server, n, k = c["server"], c["workers"], c["dilation"]
         kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
@@ -251,6 +257,7 @@ def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.Dat
             run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
         for net in res.results["chief:0"]["networks"]:
             rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
+        progress.done(f"{server} server, N = {n}", f"{', '.join(c['networks'])}; dilation {k:g}")
     return pd.DataFrame(rows)
 
 

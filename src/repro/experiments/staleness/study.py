@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 
@@ -34,7 +36,7 @@ MODEL_BUILDERS = {"small_cnn": models.small_cnn, "mnist_cnn": models.mnist_cnn, 
 
 
 def log(msg: str) -> None:
-    print(f"[staleness] {msg}", flush=True)
+    logging.getLogger(__name__).info(msg)
 
 
 def check_params(p: dict, n_train: int) -> None:

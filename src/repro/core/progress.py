@@ -1,0 +1,72 @@
+"""Progress of long work as log lines: ``k/N``, what just finished, elapsed time and an ETA.
+
+Every long loop of the package (the distributed and speedup grids, the cost study's children, the
+staleness runs, a trainer's epochs) reports through :class:`Progress` on its module's logger, so a
+console (``repro -v/-q``) and a CI log show a line per finished item, at least once a minute where an
+item is long; :func:`setup` configures the ``repro`` loggers once for the command line.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+FORMAT = "%(asctime)s %(name)s: %(message)s"
+_HANDLER_FLAG = "_repro_console"
+
+
+def setup(verbosity: int = 0) -> None:
+    """Log ``repro.*`` to stderr: INFO by default, DEBUG with ``-v``, WARNING with ``-q`` (``verbosity``
+    1 / -1). Idempotent: a second call only changes the level."""
+    level = logging.DEBUG if verbosity > 0 else logging.WARNING if verbosity < 0 else logging.INFO
+    root = logging.getLogger("repro")
+    root.setLevel(level)
+    if not any(getattr(h, _HANDLER_FLAG, False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(FORMAT, datefmt="%H:%M:%S"))
+        setattr(handler, _HANDLER_FLAG, True)
+        root.addHandler(handler)
+        root.propagate = False
+
+
+def clock(seconds: float) -> str:
+    """``h:mm:ss`` (or ``m:ss`` under an hour) of a duration."""
+    s = int(round(max(seconds, 0.0)))
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+class Progress:
+    """``total`` items of ``what``, reported on ``log`` as each finishes (:meth:`done`). The ETA is the
+    mean time of the finished items times those left (``weights``: an item's share of the work, where
+    items differ, e.g. a cluster's workers); ``now`` is injectable for tests."""
+
+    def __init__(self, log: logging.Logger, what: str, total: int, weights=None, now=time.monotonic):
+        self.log, self.what, self.total, self.now = log, what, max(int(total), 0), now
+        self.weights = list(weights) if weights is not None else [1.0] * self.total
+        if len(self.weights) != self.total:
+            raise ValueError(f"progress of {what}: {len(self.weights)} weights for {total} items")
+        self.start, self.k = now(), 0
+        if not logging.getLogger("repro").handlers and not logging.getLogger().handlers:
+            setup()  # a process that configured no logging (a child, `python -m ...`) still shows progress
+        log.info("%s: %d to do", what, self.total)
+
+    def eta(self) -> float | None:
+        """Seconds left by the pace so far; None before the first item."""
+        done = sum(self.weights[: self.k])
+        if not self.k or done <= 0:
+            return None
+        left = sum(self.weights[self.k:])
+        return (self.now() - self.start) * left / done
+
+    def done(self, label: str = "", detail: str = "") -> str:
+        """One more item finished: logs and returns ``what k/N label (detail), elapsed m:ss, ETA m:ss``."""
+        self.k = min(self.k + 1, self.total)
+        eta = self.eta()
+        line = (f"{self.what} {self.k}/{self.total}" + (f" {label}" if label else "")
+                + (f" ({detail})" if detail else "") + f", elapsed {clock(self.now() - self.start)}"
+                + (f", ETA {clock(eta)}" if eta is not None and self.k < self.total else ""))
+        self.log.info(line)
+        return line
