@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import pandas as pd
 import psutil
@@ -134,3 +135,57 @@ def test_interrupted_parent_still_reaps(tmp_path, monkeypatch):
 
 
 # --- the smoke notebook's results ---------------------------------------------------------------
+
+
+def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_rest(tmp_path, monkeypatch):
+    """Child 1 finishes, then the deadline falls inside child 2: the run stops (exit 3) with child 1 kept; the
+    rerun with the same parameters takes child 1 from its checkpoint (no training) and trains child 2; a
+    finished sweep leaves no checkpoints. CPU children get JAX_PLATFORMS=cpu and a compilation cache of their own."""
+    from types import SimpleNamespace
+
+    from repro.experiments.cost_study import experiment as cs
+    from repro.experiments.cost_study import resume
+    from repro.ml import training
+
+    trained, envs = [], []
+
+    def fake_child(task, cores, timeout, sample_interval, samples_path, log_path, env):
+        trained.append(task["label"])
+        envs.append(env)
+        Path(samples_path).write_text("t,cpu\n0,1\n")
+        return {"history": [{"epoch": 1, "test_accuracy": 0.5}], "affinity_inside": cores, "wall_s": 100.0}
+
+    monkeypatch.setattr(cs.sweep, "run_child", fake_child)
+    monkeypatch.setattr(cs, "_child_row", lambda child, np_, k, res: {**child, **res, "t_learn_s": 1.0,
+                                                                       "peak_rss_mb": 1.0, "final_test_accuracy": 0.5})
+    monkeypatch.setattr(cs, "net_params", lambda p, net: {"dataset": "x"})
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax"))
+    children = [{"label": f"c{i}", "network": "mnist_cnn", "gpus": 0, "cores": 1, "device": "cpu", "rep": 1}
+                for i in (1, 2)]
+    p = {"resume": True, "seed": 0, "learning_rate": 0.001, "child_timeout_s": 10, "sample_interval_s": 1.0}
+    (tmp_path / "cost_study").mkdir()
+
+    def run_once(name):
+        d = tmp_path / "cost_study" / name
+        d.mkdir()
+        return SimpleNamespace(dir=d, note=lambda *a: None)
+
+    # the first child takes 100 s; 50 s are left after it: the second is not started
+    clock = iter([0.0])
+    monkeypatch.setattr(training.time, "time", lambda: 1000.0 + next(clock, 0.0))
+    monkeypatch.setenv(training.DEADLINE_ENV, "1050")
+    with pytest.raises(training.DeadlineReached, match="before child 2 of 2"):
+        cs.sweep_children(run_once("cut"), p, children, 0)
+    assert trained == ["c1"]
+    root = resume.checkpoint_root(tmp_path / "cost_study" / "cut", p)
+    assert set(resume.finished(root)) == {"c1"}
+    monkeypatch.delenv(training.DEADLINE_ENV)
+    again = run_once("again")
+    rows, epochs = cs.sweep_children(again, p, children, 0)
+    assert trained == ["c1", "c2"] and list(rows["label"]) == ["c1", "c2"] and len(epochs) == 2
+    assert (again.dir / "samples" / "c1.csv").read_text() == "t,cpu\n0,1\n"  # the kept child's files come along
+    assert envs[0]["JAX_PLATFORMS"] == "cpu" and envs[0]["CUDA_VISIBLE_DEVICES"] == ""
+    assert envs[0]["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "jax" / "cpu-children")
+    fresh = dict(p, resume=False)  # resume: false trains everything again
+    cs.sweep_children(run_once("fresh"), fresh, children, 0)
+    assert trained[-2:] == ["c1", "c2"]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -48,7 +49,7 @@ from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
-from repro.experiments.cost_study import analysis, sweep, verdicts
+from repro.experiments.cost_study import analysis, resume, sweep, verdicts
 from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.child import TRAIN_ENTRY
 from repro.experiments.cost_study.cost import add_cli
@@ -94,33 +95,66 @@ def _child_row(child: dict, np_: dict, k_cores: list[int], res: dict) -> dict:
     return row
 
 
+def _child_env(child: dict, gpu_ids: list[str]) -> dict:
+    """A child's devices: its GPUs, or none: then JAX is kept off every GPU (``JAX_PLATFORMS=cpu``, not only
+    ``CUDA_VISIBLE_DEVICES=""``) and compiles into a cache of its own beside a shared one (a CPU program
+    never hits a GPU's cache, and the GPU children's compilations stay out of the CPU children's times)."""
+    env = {"CUDA_VISIBLE_DEVICES": ",".join(gpu_ids[: child["gpus"]])}  # "" = CPU only
+    if not child["gpus"]:
+        env["JAX_PLATFORMS"] = "cpu"
+        if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+            env["JAX_COMPILATION_CACHE_DIR"] = str(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]) / "cpu-children")
+    return env
+
+
 def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every planned child, each pinned to its cores; its sampler rows and log go to the run directory."""
+    """Run every planned child, each pinned to its cores; its sampler rows and log go to the run directory.
+    A child finished by an earlier cut run with the same parameters is taken from its checkpoint
+    (:mod:`.resume`); a child whose expected time would pass the deadline is not started."""
     (run.dir / "samples").mkdir(exist_ok=True)
     (run.dir / "logs").mkdir(exist_ok=True)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpu_ids = [v for v in visible.split(",") if v.strip()] if visible else [str(i) for i in range(n_gpus)]
-    rows, epochs = [], []
+    root = resume.checkpoint_root(run.dir, p)
+    if not p["resume"]:
+        shutil.rmtree(root, ignore_errors=True)
+    kept, rows, epochs, last = resume.finished(root), [], [], 0.0
+    run.note("checkpoints", str(root))
     progress = Progress(log, "cost_study children", len(children))
     for i, child in enumerate(children, 1):
-        net = child["network"]
-        np_ = net_params(p, net)
-        task = {"kind": "call", "entry": TRAIN_ENTRY, "label": child["label"], "network": net,
-                "gpus": child["gpus"], "seed": p["seed"], "learning_rate": p["learning_rate"], **np_}
-        env = {"CUDA_VISIBLE_DEVICES": ",".join(gpu_ids[: child["gpus"]])}  # "" = CPU only
-        k_cores = sweep.cores_for(child["cores"])
-        log.info("cost_study child %d/%d %s on CPUs %s", i, len(children), child["label"], k_cores)
-        res = sweep.run_child(task, k_cores, timeout=p["child_timeout_s"], sample_interval=p["sample_interval_s"],
-                              samples_path=run.dir / "samples" / f"{child['label']}.csv",
-                              log_path=run.dir / "logs" / f"{child['label']}.log", env=env)
-        for h in res.pop("history"):
-            epochs.append({"label": child["label"], "network": net, "device": child["device"], "cores": child["cores"],
-                           "gpus": child["gpus"], "rep": child["rep"], **h})
-        row = _child_row(child, np_, k_cores, res)
+        if child["label"] in kept:
+            rows.append(kept[child["label"]]["row"])
+            epochs += kept[child["label"]]["epochs"]
+            resume.restore(root, child["label"], run.dir)
+            progress.done(child["label"], "kept from an earlier run cut short")
+            continue
+        if why := training.stop_reason(last):
+            raise training.DeadlineReached(f"cost_study stopped before child {i} of {len(children)} ({why}); "
+                                           f"{len(rows)} finished children kept in {root}")
+        row, child_epochs = _one_child(run, p, child, gpu_ids)
+        resume.keep(root, row, child_epochs, run.dir)
         rows.append(row)
+        epochs += child_epochs
+        last = float(row["wall_s"])
         progress.done(child["label"], f"learn {row['t_learn_s']:.1f} s, total {row['wall_s']:.1f} s, peak RSS "
                       f"{row['peak_rss_mb']:.0f} MB, test acc {row['final_test_accuracy']:.3f}")
     return pd.DataFrame(rows), pd.DataFrame(epochs)
+
+
+def _one_child(run, p: dict, child: dict, gpu_ids: list[str]) -> tuple[dict, list[dict]]:
+    """Train one child on its cores (:func:`sweep.run_child`): its row and its epochs."""
+    net = child["network"]
+    np_ = net_params(p, net)
+    task = {"kind": "call", "entry": TRAIN_ENTRY, "label": child["label"], "network": net,
+            "gpus": child["gpus"], "seed": p["seed"], "learning_rate": p["learning_rate"], **np_}
+    k_cores = sweep.cores_for(child["cores"])
+    log.info("cost_study child %s on CPUs %s", child["label"], k_cores)
+    res = sweep.run_child(task, k_cores, timeout=p["child_timeout_s"], sample_interval=p["sample_interval_s"],
+                          samples_path=run.dir / "samples" / f"{child['label']}.csv",
+                          log_path=run.dir / "logs" / f"{child['label']}.log", env=_child_env(child, gpu_ids))
+    epochs = [{"label": child["label"], "network": net, "device": child["device"], "cores": child["cores"],
+               "gpus": child["gpus"], "rep": child["rep"], **h} for h in res.pop("history")]
+    return _child_row(child, np_, k_cores, res), epochs
 
 
 def device_record(cores: list[int], gpu: dict) -> dict:
@@ -169,6 +203,7 @@ class CostStudy(harness.Experiment):
         run.write_json("amdahl", analysis.nan_to_none(fits))
         summary = analysis.make_summary(runs, tables["scaling"], p, gpu, docker, prices)
         tables = {"runs": runs, "epochs": epochs, **tables}
+        shutil.rmtree(resume.checkpoint_root(run.dir, p), ignore_errors=True)  # whole: rows kept, not checkpoints
         return harness.Output(tables, summary)
 
     def judge(self, result: Result) -> dict[str, claims.Measured]:
