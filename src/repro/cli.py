@@ -90,11 +90,17 @@ def _cmd_predict(args) -> int:
     except ValueError:
         raise _params.ParameterError(f"predict: --workers {args.workers!r} is not a list of integers") from None
     prof = perfmodel.hardware_profile(args.hardware)
-    table = pd.concat([perfmodel.predict(prof, args.model, m, workers, args.batch, args.parameters, args.ps)
+    fitted = prof.overlap and not prof.step_overhead  # a real topology without its own overhead: the fitted one
+    if fitted:
+        from repro.cluster import measured
+    table = pd.concat([perfmodel.predict(prof, args.model, m, workers, args.batch, args.parameters, args.ps,
+                                         measured.overhead_for(m) if fitted else None)
                        for m in args.method.split(",")])
     cols = ["method", "workers", "images_per_s", "efficiency", "compute_s", "comm_s"]
     print(f"{args.model} on {prof.name} ({prof.link} links), batch {args.batch} per worker: the analytic model "
-          "(repro.cluster.perfmodel), no measurement")
+          "(repro.cluster.perfmodel), no measurement"
+          + ("; per-step overhead fitted on published measurements (repro predict --validate measurements)"
+             if fitted else ""))
     if prof.instance:
         table, head = epoch_costs(table, prof, args.prices)
         cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]

@@ -130,7 +130,9 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
     size, n, note = 4.0 * parameters, workers, ""
     extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
-    if method in ("ring", "horovod"):
+    if method in ("ring", "horovod") and n == 1:  # one worker: nothing to all-reduce, the framework's base
+        per_s = 1 / compute
+    elif method in ("ring", "horovod"):
         fused = method == "horovod"  # Horovod's fusion buffer and cycle; TensorFlow's ring sends each tensor
         end, note = _exposed(prof, model, compute, size, lambda b: allreduce_seconds(prof, n, b), fused)
         per_s = 1 / (end + extra)
@@ -173,14 +175,14 @@ def limits(prof: hardware.Profile, model: str) -> list[str]:
 
 
 def predict(prof: hardware.Profile, model: str, method: str, workers, batch: int, parameters: int | None = None,
-            ps: int = 1) -> pd.DataFrame:
+            ps: int = 1, overhead: float | None = None) -> pd.DataFrame:
     """One row of :func:`step` per worker count."""
     if parameters is None:
         if model not in PARAMETERS:
             raise ClusterError(f"model {model!r}: its parameter count is not known; give it (valid without: "
                                f"{', '.join(PARAMETERS)})")
         parameters = PARAMETERS[model]
-    return pd.DataFrame([step(prof, model, method, int(n), batch, parameters, ps) for n in workers])
+    return pd.DataFrame([step(prof, model, method, int(n), batch, parameters, ps, overhead) for n in workers])
 
 
 def validate(run_dir: Path) -> pd.DataFrame:
