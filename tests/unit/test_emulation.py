@@ -32,7 +32,7 @@ def test_profiles_are_data_with_sources():
 
 
 def test_unknown_profile_or_model_is_one_line_with_the_valid_names():
-    with pytest.raises(ClusterError, match=r"^unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge$"):
+    with pytest.raises(ClusterError, match=r"^unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge, k80-p2.16xlarge-hosts$"):
         hardware.load("p100")
     with pytest.raises(ClusterError, match=r"^model 'resnet50' is not in hardware profile gtx970-1gbit; valid: VGG16E, "):
         hardware.load("gtx970-1gbit").t_grad("resnet50")
@@ -99,7 +99,11 @@ def test_vgg16e_stops_at_its_worker_limit_and_memory_is_checked(monkeypatch):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"emulate": "p100"}, "parameter 'emulate': unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge; or none"),
+    ({"emulate": "k80-p2.16xlarge-hosts"}, "parameter 'emulate': hardware profile k80-p2.16xlarge-hosts describes "
+                                          "several GPUs per host or overlap, which only the analytic model knows "
+                                          "(repro predict); an emulation replays one of gtx970-1gbit, "
+                                          "k80-p2.16xlarge; or none"),
+    ({"emulate": "p100"}, "parameter 'emulate': unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge, k80-p2.16xlarge-hosts; or none"),
     ({"emulate": "k80-p2.16xlarge"}, "parameter 'emulate': model 'SqueezeNet' is not in hardware profile k80-p2.16xlarge; "
                                      "valid: vgg16, vgg19, resnet50, resnet152, inception_v3, inception_v4; or none"),
     ({"emulate_batches": 1}, "parameter 'measure_batches': D = 1 is smaller than 2 workers"),

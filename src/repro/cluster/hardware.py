@@ -244,6 +244,15 @@ def check_param(name: str, models, parameter: str = "emulate") -> None:
     if name is None:
         return
     try:
+        prof = load(name)
+    except ClusterError as exc:
+        raise ParameterError(f"parameter '{parameter}': {exc}; or none") from None
+    if prof.gpus_per_host > 1 or prof.overlap:  # one link per process, nothing overlapped: what an emulation replays
+        can = [n for n in names() if load(n).gpus_per_host == 1 and not load(n).overlap]
+        raise ParameterError(f"parameter '{parameter}': hardware profile {name} describes several GPUs per host or "
+                             f"overlap, which only the analytic model knows (repro predict); an emulation replays "
+                             f"one of {', '.join(can)}; or none")
+    try:
         load_for(name, models)
     except ClusterError as exc:
         raise ParameterError(f"parameter '{parameter}': {exc}; or none") from None
