@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from repro.book import build as book
-from repro.core import harness, progress, provenance, results, runner
+from repro.core import errors, harness, progress, provenance, results, runner
 from repro.core import ledger as _ledger
 from repro.core import params as _params
 from repro.core.errors import ReproError
@@ -301,9 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     progress.setup(args.verbose - args.quiet)
     try:
         return args.func(args)
-    except ReproError as exc:  # one line, no traceback; exit 2 (3: training stopped at its deadline)
-        print(f"repro: {exc.lead}: {exc}", file=sys.stderr)
-        return exc.exit_code
+    except ReproError as exc:  # one line, no traceback; exit 2 bad input or environment, 1 a failed run, 3 a deadline
+        return errors.report(exc)
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130

@@ -16,13 +16,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from repro.core import ledger, results
+from repro.core import errors, ledger, results
 from repro.core import params as _params
-from repro.core.errors import ReproError
 
-
-class BookError(ReproError, RuntimeError):
-    """The book cannot be built (missing runs, Sphinx warnings or errors)."""
+BookError = errors.RunFailed  # The book cannot be built (missing runs, Sphinx warnings or errors).
 
 
 CHEAP_PROFILES = ("smoke", "rehearse")  # their books show their own rows only, and never join another's

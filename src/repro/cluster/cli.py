@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from repro.core import errors
+
 from .spec import ClusterError, check_ports_free, parse_cluster_file
 
 PROG = "repro cluster"
@@ -128,24 +130,22 @@ def _fill(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m repro.cluster``: one-line errors as ``repro`` gives them (exit 2 bad input, 1 a failed run)."""
     parser = argparse.ArgumentParser(prog="python -m repro.cluster", description=__doc__.splitlines()[0])
     _fill(parser)
     args = parser.parse_args(argv)
-    return args.func(args)
-
-
-def run(args) -> int:
-    """Dispatch parsed arguments; one-line errors, exit 2 for bad input, 1 for a failed run."""
-    from .launch import ClusterInterrupted
-    from .supervisor import ClusterTimeout, TaskFailed
     try:
-        return args.impl(args)
-    except (ClusterTimeout, TaskFailed, ClusterInterrupted) as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return 1
-    except (ClusterError, json.JSONDecodeError) as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return 2
+        return args.func(args)
+    except errors.ReproError as exc:
+        return errors.report(exc)
     except KeyboardInterrupt:
         print("repro: interrupted", file=sys.stderr)
         return 130
+
+
+def run(args) -> int:
+    """Dispatch parsed arguments (a malformed cluster file is bad input; errors go to the entry point's handler)."""
+    try:
+        return args.impl(args)
+    except json.JSONDecodeError as exc:
+        raise ClusterError(f"not valid JSON: {exc}") from None

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from repro.core import errors
 from repro.core.procs import stop_group
 
 from .node import read_results
@@ -41,7 +42,7 @@ ISOLATIONS = ("auto", "netns", "none")
 _ERRORS = {"ClusterTimeout": ClusterTimeout, "TaskFailed": TaskFailed}
 
 
-class ClusterInterrupted(ClusterError):
+class ClusterInterrupted(errors.RunFailed):
     """The cluster was stopped from outside (signal) before the job finished."""
 
 

@@ -18,14 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from repro.core import provenance
-from repro.core.errors import ReproError
+from repro.core import errors, provenance
 
 ROLES = ("chief", "ps", "worker", "evaluator")
 
 
-class ClusterError(ReproError, ValueError):
-    """A bad cluster description or a failed cluster run; its message is one line."""
+# a bad cluster description, one line (a run that failed: TaskFailed, ClusterTimeout, ClusterInterrupted)
+ClusterError = errors.BadInput
 
 
 @dataclass(frozen=True)

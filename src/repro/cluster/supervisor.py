@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro.core import atomic
+from repro.core import atomic, errors
 from repro.core.procs import stop_group
 
 from .spec import (
@@ -59,11 +59,11 @@ def _emulated_entries(roles: list[tuple[str, int]], ps_on_workers: bool) -> list
             for i, role in enumerate(names)]
 
 
-class ClusterTimeout(ClusterError):
+class ClusterTimeout(errors.RunFailed, TimeoutError):
     """A cluster process did not become ready, or the job did not finish, in time."""
 
 
-class TaskFailed(ClusterError):
+class TaskFailed(errors.RunFailed):
     """A cluster process exited with an error or died."""
 
 
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sup.run()
         status["ok"] = True
-    except ClusterError as exc:
+    except errors.ReproError as exc:  # a bad description, a task that failed, a time-out: said in the status
         status.update(error=str(exc), kind=type(exc).__name__)
     except _Stop as exc:
         status.update(error=f"cluster stopped by {exc.args[0]}", kind="Stopped")

@@ -45,17 +45,16 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from repro.core import errors
 from repro.core import ledger as _ledger
 from repro.core import paper as _paper
 from repro.core import params as _params
 from repro.core import verdicts as V
-from repro.core.errors import ReproError
 
 CHECKS = ("within", "band", "holds")
 
 
-class ClaimsError(ReproError, ValueError):
-    """A malformed ``claims.yaml`` or a measurement that does not match it (one line)."""
+ClaimsError = errors.BadInput  # A malformed ``claims.yaml`` or a measurement that does not match it (one line).
 
 
 @dataclass(frozen=True)

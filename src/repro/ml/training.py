@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from repro.core.errors import ReproError
+from repro.core import errors
 from repro.core.results import csv_text
 from repro.ml.data import Dataset
 
@@ -42,12 +42,9 @@ STOP_AFTER_ENV = "REPRO_STOP_AFTER_EPOCHS"  # stop the same way after this many 
 _EPOCHS_DONE = [0]  # epochs trained in this process by checkpointed training (fit, fused.fit_many)
 
 
-class DeadlineReached(ReproError, RuntimeError):
-    """Checkpointed training stopped before an epoch at ``REPRO_DEADLINE`` (or after
-    ``REPRO_STOP_AFTER_EPOCHS``); its checkpoints are written, and a rerun resumes from them."""
-
-    exit_code = 3  # not a failure: `repro` exits 3 and a rerun resumes
-    lead = "stopped at the deadline"
+# checkpointed training stopped before an epoch at ``REPRO_DEADLINE`` (or after ``REPRO_STOP_AFTER_EPOCHS``);
+# its checkpoints are written, and a rerun resumes from them (exit 3)
+DeadlineReached = errors.DeadlineReached
 
 
 def stop_reason(next_epoch_s: float) -> str | None:

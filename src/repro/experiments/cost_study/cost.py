@@ -26,7 +26,6 @@ provider or instance, a malformed table) is one line on stderr and exit status 2
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -36,7 +35,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from repro.core.errors import ReproError
+from repro.core import errors
 
 #: Billing steps the paper names, in seconds (Google Cloud 10 min, Azure 1 min, local 10 min to 1 h).
 PAPER_BILLING_STEPS_S = {"google_cloud": 600, "azure": 60, "local_min": 600, "local_max": 3600}
@@ -60,8 +59,8 @@ _INSTANCE_COLUMNS = ("provider", "instance", "cpu_cores", "gpus", "gpu_model", "
 _PHASE_COLUMNS = ("phase", "seconds", "source", "note")
 
 
-class PriceTableError(ReproError, ValueError):
-    """Bad cost input: a malformed price table, an unknown provider or instance, a negative time."""
+# bad cost input: a malformed price table, an unknown provider or instance, a negative time
+PriceTableError = errors.BadInput
 
 
 def billed_seconds(seconds: float, step: float, minimum: float = 0.0) -> float:
@@ -319,31 +318,27 @@ def format_number(value: float) -> str:
 
 
 def _cmd_cost(args) -> int:
-    try:
-        seconds = _float_arg("--seconds", args.seconds)
-        price = _float_arg("--price-per-hour", args.price_per_hour)
-        step = _float_arg("--billing-step", args.billing_step)
-        minimum = _float_arg("--minimum", args.minimum)
-        if seconds is None or seconds < 0:
-            raise PriceTableError(f"--seconds must be a number >= 0, got {args.seconds!r}")
-        if args.provider or args.instance or args.prices:
-            table = load_prices(args.prices)
-            if args.provider:
-                rule = table.provider(args.provider)
-                step = rule["billing_step_s"] if step is None else step
-                minimum = rule["minimum_s"] if minimum is None else minimum
-                if args.instance:
-                    price = table.instance(args.provider, args.instance)["price_per_hour"] if price is None else price
-            elif args.instance:
-                raise PriceTableError("--instance needs --provider")
-        if price is None:
-            raise PriceTableError("give --price-per-hour P (or --provider NAME --instance NAME)")
-        if step is None:
-            raise PriceTableError("give --billing-step S in seconds (or --provider NAME)")
-        value = cost(seconds, price, step, minimum or 0.0)
-    except PriceTableError as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return 2
+    seconds = _float_arg("--seconds", args.seconds)
+    price = _float_arg("--price-per-hour", args.price_per_hour)
+    step = _float_arg("--billing-step", args.billing_step)
+    minimum = _float_arg("--minimum", args.minimum)
+    if seconds is None or seconds < 0:
+        raise PriceTableError(f"--seconds must be a number >= 0, got {args.seconds!r}")
+    if args.provider or args.instance or args.prices:
+        table = load_prices(args.prices)
+        if args.provider:
+            rule = table.provider(args.provider)
+            step = rule["billing_step_s"] if step is None else step
+            minimum = rule["minimum_s"] if minimum is None else minimum
+            if args.instance:
+                price = table.instance(args.provider, args.instance)["price_per_hour"] if price is None else price
+        elif args.instance:
+            raise PriceTableError("--instance needs --provider")
+    if price is None:
+        raise PriceTableError("give --price-per-hour P (or --provider NAME --instance NAME)")
+    if step is None:
+        raise PriceTableError("give --billing-step S in seconds (or --provider NAME)")
+    value = cost(seconds, price, step, minimum or 0.0)
     print(format_number(value))
     return 0
 

@@ -34,8 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from repro.core import atomic
-from repro.core.errors import ReproError
+from repro.core import atomic, errors
 from repro.core.procs import stop_group
 
 
@@ -54,8 +53,7 @@ SAMPLE_COLUMNS = [
 ]
 
 
-class ChildFailed(ReproError, RuntimeError):
-    """A sweep child exited non-zero, timed out or wrote no result (one line: which and why)."""
+ChildFailed = errors.RunFailed  # A sweep child exited non-zero, timed out or wrote no result (one line: which and why).
 
 
 def available_cores() -> list[int]:

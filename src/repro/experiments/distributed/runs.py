@@ -187,7 +187,7 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
                                completed=r["completed"], lost=r["lost"], updates=r["updates"])
                 else:
                     row.update(outcome="finished")
-            except cluster.ClusterError as exc:
+            except (cluster.ClusterError, cluster.TaskFailed, cluster.ClusterTimeout) as exc:
                 row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
             row["seconds"] = time.perf_counter() - t0
             row["orphans"] = _no_leftovers(d)

@@ -54,8 +54,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from repro.core import paper
-from repro.core.errors import ReproError
+from repro.core import errors, paper
 
 PAPER = "slampa2017"
 MODES = ("sync-join", "sync-split", "async")
@@ -64,8 +63,7 @@ ROUNDINGS = ("exact", "ceil")
 NETWORKS = ("VGG16E", "GoogLeNet", "SqueezeNet", "Resnet34")
 
 
-class EstimateError(ReproError, ValueError):
-    """Bad input to the estimator (one-line message)."""
+EstimateError = errors.BadInput  # Bad input to the estimator (one-line message).
 
 
 # --- the equations (thesis chapter 4), vectorised over the number of workers n -----------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from repro.experiments.speedup.equations import EstimateError, check_inputs, estimate
@@ -34,40 +33,36 @@ def _fmt(x: float) -> str:
 
 
 def _cmd_estimate(args) -> int:
-    try:
-        t_grad = _number(args.t_grad, "t-grad")
-        t_comm = _number(args.t_comm, "t-comm")
-        workers = _integer(args.workers, "workers")
-        batches = _integer(args.batches, "batches", default=128)
-        if args.output not in ("single", "csv", "plot"):
-            raise EstimateError(f"unknown output {args.output!r}; choose from: single, csv, plot")
-        check_inputs(t_grad, t_comm, args.mode, args.server, workers, batches, args.rounding)
-        if args.output == "single":
-            df = estimate(t_grad, t_comm, args.mode, args.server, [workers], batches, args.semaphore, args.rounding)
-            print(_fmt(df["speedup"].iloc[0]))
-            return 0
-        df = estimate(t_grad, t_comm, args.mode, args.server, list(range(1, workers + 1)), batches,
-                      args.semaphore, args.rounding)
-        if args.output == "csv":
-            print("workers,speedup,speedup_best,speedup_worst")
-            for r in df.itertuples(index=False):
-                print(f"{r.workers},{_fmt(r.speedup)},{_fmt(r.speedup_best)},{_fmt(r.speedup_worst)}")
-            return 0
-        sem = "+semaphore" if args.semaphore and args.server == "central" else ""
-        out = Path(args.out) if args.out else Path.cwd() / f"speedup_{args.mode}_{args.server}{sem}.png"
-        if out.parent and not out.parent.is_dir():
-            raise EstimateError(f"--out: directory {str(out.parent)!r} does not exist")
-        fig = plot_estimate(df, f"{args.mode}, {args.server}{sem} server: t_grad={t_grad:g} s, "
-                                f"t_comm={t_comm:g} s, D={batches}")
-        fig.savefig(out, dpi=args.dpi)
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        print(out)
+    t_grad = _number(args.t_grad, "t-grad")
+    t_comm = _number(args.t_comm, "t-comm")
+    workers = _integer(args.workers, "workers")
+    batches = _integer(args.batches, "batches", default=128)
+    if args.output not in ("single", "csv", "plot"):
+        raise EstimateError(f"unknown output {args.output!r}; choose from: single, csv, plot")
+    check_inputs(t_grad, t_comm, args.mode, args.server, workers, batches, args.rounding)
+    if args.output == "single":
+        df = estimate(t_grad, t_comm, args.mode, args.server, [workers], batches, args.semaphore, args.rounding)
+        print(_fmt(df["speedup"].iloc[0]))
         return 0
-    except EstimateError as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return 2
+    df = estimate(t_grad, t_comm, args.mode, args.server, list(range(1, workers + 1)), batches,
+                  args.semaphore, args.rounding)
+    if args.output == "csv":
+        print("workers,speedup,speedup_best,speedup_worst")
+        for r in df.itertuples(index=False):
+            print(f"{r.workers},{_fmt(r.speedup)},{_fmt(r.speedup_best)},{_fmt(r.speedup_worst)}")
+        return 0
+    sem = "+semaphore" if args.semaphore and args.server == "central" else ""
+    out = Path(args.out) if args.out else Path.cwd() / f"speedup_{args.mode}_{args.server}{sem}.png"
+    if out.parent and not out.parent.is_dir():
+        raise EstimateError(f"--out: directory {str(out.parent)!r} does not exist")
+    fig = plot_estimate(df, f"{args.mode}, {args.server}{sem} server: t_grad={t_grad:g} s, "
+                            f"t_comm={t_comm:g} s, D={batches}")
+    fig.savefig(out, dpi=args.dpi)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    print(out)
+    return 0
 
 
 def add_cli(subparsers) -> None:

@@ -32,15 +32,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from repro.core.errors import ReproError
+from repro.core import errors
 from repro.ml import optim, steps
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 STATE_MODES = ("weights", "weights+state")
 
 
-class EngineError(ReproError, ValueError):
-    """A bad argument to a training engine (one-line message)."""
+EngineError = errors.BadInput  # A bad argument to a training engine (one-line message).
 
 
 def _check(cond: bool, message: str) -> None:

@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from repro.core.errors import ReproError
+from repro.core import errors
 
 LOG_COLUMNS = ("update", "worker", "read_version", "apply_version", "staleness")
 
 
-class StalenessLogError(ReproError, ValueError):
-    """A staleness log that does not follow :data:`LOG_COLUMNS` (one-line message)."""
+StalenessLogError = errors.BadInput  # A staleness log that does not follow :data:`LOG_COLUMNS` (one-line message).
 
 
 def read_staleness_log(log) -> pd.DataFrame:
@@ -90,14 +89,9 @@ def staleness_distribution(log) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------
 
 def _cmd_staleness_log(args) -> int:
-    import sys
 
-    try:
-        summary = staleness_summary(args.log)
-        dist = staleness_distribution(args.log)
-    except StalenessLogError as exc:
-        print(f"repro: error: {exc}", file=sys.stderr)
-        return 2
+    summary = staleness_summary(args.log)
+    dist = staleness_distribution(args.log)
     print(f"updates {summary['updates']}  mean staleness {summary['mean']:.3f}  median {summary['median']:g}  "
           f"p90 {summary['p90']:g}  max {summary['max']}")
     if args.workers:
