@@ -282,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(spec.module)
         if hasattr(module, "add_cli"):
             module.add_cli(sub)
+    from repro.cluster import cli as cluster_cli  # `repro cluster`: the cluster runtime's own tools
+
+    cluster_cli.add_cli(sub)
     return parser
 
 

@@ -30,7 +30,6 @@ analytic volumes (ring 2(N-1)/N M per worker, central PS N M per step) and image
 min(loopback throughput, link bound). Each cluster run's logs stay under ``clusters/<method>-<N>/``.
 The claims are in ``claims.yaml``; :mod:`.verdicts` measures each from the written tables.
 
-``add_cli`` exposes the cluster runtime's tools as ``repro cluster check|node|local``.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ from importlib.metadata import version
 import pandas as pd
 
 from repro import cluster
-from repro.cluster import cli as cluster_cli
 from repro.cluster import slurm
 from repro.core import claims, harness
 from repro.core.progress import Progress
@@ -73,7 +71,7 @@ from repro.ml import data as _data
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPERIMENT", "run", "add_cli",
+__all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPERIMENT", "run",
            "glue_measured", "glue_numbers", "measured_tables", "model_tables", "plot_measured", "plot_bandwidth",
            "plot_efficiency", "plot_throughput", "throughput_table"]
 
@@ -162,9 +160,3 @@ class Distributed(harness.Experiment):
 
 EXPERIMENT = Distributed()
 run = harness.entry(EXPERIMENT)
-
-
-def add_cli(subparsers) -> None:
-    """``repro cluster ...``: the cluster runtime's tools (check a cluster file, run a node or a local cluster)."""
-    if "cluster" not in subparsers.choices:
-        cluster_cli.add_cli(subparsers)
