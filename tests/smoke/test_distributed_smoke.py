@@ -144,12 +144,13 @@ def test_smoke_notebook_results(smoke_runs):
                                          "independent runs; the one run: consistent (")
     assert scaling["ours"] == "ring: resnet50: gains [emulated k80-p2.16xlarge, 1 run(s)]"
     assert "the analytic model of k80-p2.16xlarge: ring: resnet50: gains" in scaling["verdict"]
-    # the model rows at the paper's N: decided only where the model is within 10 % of every emulated cluster
+    # the model rows at the paper's N: decided only where the model is within 10 % of every emulated cluster and
+    # meets its goal on published measurements of the methods judged (Horovod does; parameter servers do not)
     val = perfmodel.validate(run_dir)
     model = led.loc[list(MODEL_FINDINGS), "category"].to_dict()
     if val["error"].abs().max() <= 0.10:
-        assert model == {"model_horovod": "consistent", "model_ring_scaling": "consistent",
-                         "model_vgg_worst": "not testable here", "model_ps_efficiency": "consistent"}
+        assert model == {"model_horovod": "not comparable", "model_ring_scaling": "consistent",
+                         "model_vgg_worst": "not testable here", "model_ps_efficiency": "not comparable"}
     else:
         assert set(model.values()) == {"not comparable"}
     _check_emulation(run_dir)
