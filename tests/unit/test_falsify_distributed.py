@@ -115,3 +115,24 @@ def test_a_model_verdict_needs_the_model_validated_on_published_measurements_of_
     assert verdicts.model_finding("model_ring_scaling", pred, VALIDATED, wide).gate.category.value == "not comparable"
     only_ps = EXTERNAL.drop(index="horovod")
     assert "no published horovod" in verdicts.model_finding("model_vgg_worst", pred, VALIDATED, only_ps).gate.detail
+
+
+def test_a_model_row_shows_what_gated_it_and_what_the_emulated_profiles_model_said():
+    """The row names the old prediction only where its verdict differs; a row gated on published measurements
+    still shows the prediction in its note; the judge's own gate stands where the model is validated; the
+    evidence link goes to the model table once the chapter shows one."""
+    pred, old = _predicted(HVD, PS), _predicted({**HVD, "vgg16": _linear(50, 0.95)}, PS)
+    m = verdicts.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL, old=old)
+    assert (m.basis, m.runs, m.evidence, m.gate) == ("model", 0, "distributed-model-paper-scale", None)
+    assert m.ours.endswith("[model of k80-p2.16xlarge]")
+    assert m.note.endswith("the emulated profile's model said otherwise: Horovod efficiency at 20 workers: resnet50: 0.90, "
+                           "vgg16: 0.95")
+    assert "on published horovod measurements 1.0 pp median, 4.0 pp worst" in m.note
+    assert "said otherwise" not in verdicts.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL, old=pred).note
+    gated = verdicts.model_finding("model_horovod", pred, VALIDATED, EXTERNAL.assign(worst_pp=[4.0, 11.5]))
+    assert gated.ours == verdicts.NO and gated.note.startswith("Horovod / sync PS at 10 workers: resnet50: 1.80")
+    one = _predicted({"resnet50": _linear(100, 0.9)}, PS)  # one model: the judge itself cannot tell which is worst
+    alone = verdicts.model_finding("model_vgg_worst", one, VALIDATED, EXTERNAL)
+    assert alone.gate.category.value == "not testable here" and alone.note == ""
+    assert verdicts.model_finding("model_vgg_worst", None, None).evidence == "distributed-findings"
+    assert verdicts.model_finding("model_vgg_worst", pred, pd.DataFrame({"error": [0.2]}), EXTERNAL).evidence is None

@@ -1,0 +1,73 @@
+"""Sort `make mutation`'s survivors by what they change: each surviving mutant function of mutants/ compared
+with its original by AST ("wording": only string constants differ; else "logic"), counted per function.
+
+Usage (after `make mutation`, its output saved): .venv/bin/python tools/mutation_survivors.py mutation.log"""
+import ast
+import collections
+import re
+import sys
+from pathlib import Path
+
+surv = [l.split(":")[0].strip() for l in open(sys.argv[1], errors="ignore").read().replace("\r", "\n").splitlines()
+        if l.strip().endswith(": survived")]
+funcs = {}
+for f in Path("mutants/src/repro").rglob("*.py"):
+    try:
+        tree = ast.parse(f.read_text())
+    except SyntaxError:
+        continue
+    mod = ".".join(f.relative_to("mutants/src").with_suffix("").parts)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name:
+            funcs[f"{mod}.{node.name}"] = node
+
+def strip_docstring(fn):
+    fn = ast.fix_missing_locations(fn)
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body
+
+def kinds(orig, mut):
+    """What differs: walk both trees in parallel; report node-type pairs that differ."""
+    out = set()
+    def walk(a, b):
+        if type(a) is not type(b):
+            out.add(f"node:{type(a).__name__}->{type(b).__name__}")
+            return
+        if isinstance(a, ast.Constant):
+            if a.value != b.value:
+                out.add("str" if isinstance(a.value, str) or isinstance(b.value, str) else "const")
+            return
+        if isinstance(a, (ast.cmpop, ast.operator, ast.boolop, ast.unaryop)):
+            return
+        for fa, fb in zip(ast.iter_fields(a), ast.iter_fields(b)):
+            va, vb = fa[1], fb[1]
+            if isinstance(va, list):
+                if len(va) != len(vb):
+                    out.add(f"len:{fa[0]}")
+                for x, y in zip(va, vb):
+                    if isinstance(x, ast.AST): walk(x, y)
+                    elif x != y: out.add(f"val:{fa[0]}")
+            elif isinstance(va, ast.AST):
+                walk(va, vb)
+            elif va != vb and fa[0] not in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                out.add(f"val:{fa[0]}")
+    for x, y in zip(orig, mut):
+        walk(x, y)
+    if len(orig) != len(mut):
+        out.add("len:body")
+    return out
+
+res = collections.defaultdict(list)
+for name in surv:
+    base = re.sub(r"__mutmut_\d+$", "__mutmut_orig", name)
+    o, m = funcs.get(base), funcs.get(name)
+    if o is None or m is None:
+        res["?"].append(name); continue
+    k = kinds(strip_docstring(o), strip_docstring(m))
+    cat = "wording" if k == {"str"} else "logic"
+    res[cat].append((name, sorted(k), ast.unparse(m)))
+print({k: len(v) for k, v in res.items()})
+by = collections.Counter(re.sub(r"__mutmut_\d+$", "", n[0]) for n in res["logic"])
+for f, c in by.most_common(60): print(c, f)
