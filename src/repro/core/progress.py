@@ -16,6 +16,19 @@ FORMAT = "%(asctime)s %(name)s: %(message)s"
 _HANDLER_FLAG = "_repro_console"
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler on whatever ``sys.stderr`` is when a record is written (pytest's capture, a redirected run),
+    never on a stream that was closed since."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def setup(verbosity: int = 0) -> None:
     """Log ``repro.*`` to stderr: INFO by default, DEBUG with ``-v``, WARNING with ``-q`` (``verbosity``
     1 / -1). Idempotent: a second call only changes the level."""
@@ -23,7 +36,7 @@ def setup(verbosity: int = 0) -> None:
     root = logging.getLogger("repro")
     root.setLevel(level)
     if not any(getattr(h, _HANDLER_FLAG, False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _Stderr()
         handler.setFormatter(logging.Formatter(FORMAT, datefmt="%H:%M:%S"))
         setattr(handler, _HANDLER_FLAG, True)
         root.addHandler(handler)
