@@ -360,13 +360,14 @@ def test_the_published_emulated_run_is_judged_as_checks_with_the_model_beside():
     # the PS comparisons are not comparable (the model misses published PS points by 11.5 pp at worst), the
     # Horovod ones decided, with the emulated profile's model beside where it said otherwise
     model = led.loc[list(MODEL_FINDINGS)]
+    # on the instance as built every model reaches about the same efficiency: closer than the model's error, so
+    # "VGG scales worst" is not comparable rather than decided on the third decimal
     assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "inconsistent",
-                                           "model_vgg_worst": "inconsistent", "model_ps_efficiency": "not comparable"}
-    assert set(model.loc[["model_ring_scaling", "model_vgg_worst"], "basis"]) == {"model"}
+                                           "model_vgg_worst": "not comparable", "model_ps_efficiency": "not comparable"}
+    assert model.loc["model_ring_scaling", "basis"] == "model"
     assert "published ps_sync measurements" in led.loc["model_horovod", "verdict"]
-    assert "the emulated profile's model said otherwise: Horovod efficiency at 20 workers: vgg16: 0.72" \
-        in led.loc["model_vgg_worst", "verdict"]
-    assert led.loc["model_vgg_worst", "ours"].endswith("[model of k80-p2.16xlarge-hosts]")
+    assert "the best VGG and the worst other model" in led.loc["model_vgg_worst", "verdict"]
+    assert "cannot tell them apart" in led.loc["model_vgg_worst", "verdict"]
 
 
 def test_ps_extra_data_reads_the_sweep_and_is_not_comparable_whatever_it_shows():

@@ -136,3 +136,19 @@ def test_a_model_row_shows_what_gated_it_and_what_the_emulated_profiles_model_sa
     assert alone.gate.category.value == "not testable here" and alone.note == ""
     assert verdicts.model_finding("model_vgg_worst", None, None).evidence == "distributed-findings"
     assert verdicts.model_finding("model_vgg_worst", pred, pd.DataFrame({"error": [0.2]}), EXTERNAL).evidence is None
+
+
+def test_a_model_verdict_on_efficiencies_closer_than_the_models_error_is_not_comparable():
+    """VGG16 at 0.88 against ResNet50 at 0.90: 2 pp apart, within the model's 4 pp worst error on published
+    Horovod points: not comparable; 0.70 against 0.90 is decided; the same 2 pp decide with a 1 pp error."""
+    close = _predicted({"resnet50": _linear(100, 0.9), "vgg16": _linear(50, 0.88)}, PS)
+    gate = verdicts.model_finding("model_vgg_worst", close, VALIDATED, EXTERNAL).gate
+    assert gate.category.value == "not comparable" and "2.0 pp of efficiency apart" in gate.detail
+    assert verdicts.model_finding("model_vgg_worst", _predicted(HVD, PS), VALIDATED, EXTERNAL).gate is None
+    sharp = EXTERNAL.assign(worst_pp=[1.0, 9.0])
+    assert verdicts.model_finding("model_vgg_worst", close, VALIDATED, sharp).gate is None
+    # PS against Horovod: resnet50 0.5 vs 0.9, vgg16 0.3 vs 0.7 at N = 10: 40 pp apart, decided (error 9 pp)
+    assert verdicts.model_finding("model_ps_efficiency", _predicted(HVD, PS), VALIDATED, EXTERNAL).gate is None
+    near = {"resnet50": _linear(100, 0.85, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
+    assert verdicts.model_finding("model_ps_efficiency", _predicted(HVD, near), VALIDATED,
+                                  EXTERNAL).gate.category.value == "not comparable"

@@ -49,9 +49,9 @@ def test_a_ring_over_two_hosts_is_bound_by_the_slower_of_the_network_and_the_hos
     share = 2 * 7 / 8 * size
     inter = share * 8 / (25e9 * hardware.GOODPUT) + 14 * 1e-4
     assert perfmodel.allreduce_seconds(prof, 8, size) == pytest.approx(inter)
-    one_host = share * 8 / 96e9 * 4 / 7 * 7 / 4  # N = 4 on one host: 2 (N - 1) / N over the host's link
+    # N = 4 on one host: 2 (N - 1) / N over the host's link, 6 hops of its latency
     assert perfmodel.allreduce_seconds(prof, 4, size) == pytest.approx(2 * 3 / 4 * size * 8 / 96e9 + 6 * 1e-5)
-    assert one_host > 0 and perfmodel.allreduce_seconds(prof, 1, size) == 0
+    assert perfmodel.allreduce_seconds(prof, 1, size) == 0
 
 
 def test_a_parameter_server_phase_counts_the_busiest_link():
