@@ -5,6 +5,7 @@ The child tests use the ``probe`` task (no TensorFlow), so each child costs well
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -189,3 +190,20 @@ def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_res
     fresh = dict(p, resume=False)  # resume: false trains everything again
     cs.sweep_children(run_once("fresh"), fresh, children, 0)
     assert trained[-2:] == ["c1", "c2"]
+
+
+def test_children_kept_on_another_machine_are_set_aside_not_mixed_in(tmp_path, monkeypatch):
+    from repro.experiments.cost_study import resume
+
+    a = {"cpu_model": "Intel(R) Xeon(R) Processor", "logical_cores": 16, "gpus": ["NVIDIA H100 80GB HBM3"]}
+    b = dict(a, gpus=["NVIDIA H200"])
+    monkeypatch.setattr(resume, "machine", lambda: a)
+    root, run_dir = tmp_path / ".checkpoints" / "k", tmp_path / "run"
+    run_dir.mkdir()
+    resume.keep(root, {"label": "c1"}, [{"epoch": 1}], run_dir)
+    assert json.loads((root / "machine.json").read_text()) == a
+    assert list(resume.finished(root)) == ["c1"]  # the same machine: the child is taken
+    # the counterfactual: a sweep on an H200 host does not take the H100 host's child ...
+    assert resume.finished(root, here=b) == {}
+    # ... and its checkpoints are set aside, not lost
+    assert not root.exists() and (tmp_path / ".checkpoints" / "k.other-machine" / "c1.json").is_file()

@@ -108,6 +108,23 @@ def test_one_row_per_claim_keeps_the_strongest_evidence_and_names_the_others():
     assert len(df) == 8 and "| **all** |" in md and md.count(" | **4** |") == 3
 
 
+def test_among_gated_rows_the_run_nearer_the_papers_protocol_is_shown():
+    full = "not comparable (fashion_mnist_rgb32 stands in for cifar10)"
+    cut = "not comparable (fashion_mnist_rgb32 stands in for cifar10; 8,000 training images, not 50,000; 4 epochs)"
+    assert [ledger.deviations(v) for v in (full, cut, "consistent", "not comparable")] == [1, 3, 0, 0]
+    one = ledger.one_per_claim(_profiles(("cpu", "a", cut, "measured", 2), ("gpu-h100", "a", full, "measured", 2)))
+    assert one[["profile", "also"]].values.tolist() == [["gpu-h100", "cpu: not comparable (measured)"]]
+    # the counterfactual: the GPU run cut down as much as the CPU's, the book's own profile stays first
+    same = ledger.one_per_claim(_profiles(("cpu", "a", cut, "measured", 2), ("gpu-h100", "a", cut, "measured", 2)))
+    assert same["profile"].tolist() == ["cpu"]
+    # more runs still decide among rows with the same deviations; a decided verdict beats any gate
+    more = ledger.one_per_claim(_profiles(("cpu", "a", full, "measured", 2), ("gpu-h100", "a", full, "measured", 3)))
+    assert more["profile"].tolist() == ["gpu-h100"]
+    decided = ledger.one_per_claim(_profiles(("cpu", "a", "differs (x)", "measured", 2),
+                                             ("gpu-h100", "a", full, "measured", 3)))
+    assert decided["profile"].tolist() == ["cpu"]
+
+
 def test_a_book_merges_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):
     root = tmp_path / "published"
     for prof, verdict, basis in (("cpu", "not comparable (x)", "measured"), ("emulated", "consistent", "emulated"),

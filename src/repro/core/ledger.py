@@ -84,23 +84,35 @@ def collect(runs: dict[str, tuple[Path, str]], profile: str = "") -> pd.DataFram
 
 def one_per_claim(ledger: pd.DataFrame) -> pd.DataFrame:
     """One row per claim (experiment and claim text) of ledgers of several profiles: the strongest evidence
-    (a decisive verdict before a gate, then basis measured > emulated > model > equations, then more runs;
-    on a tie the row that comes first, the book's own profile's), the other profiles' verdicts in ``also``."""
+    (a decisive verdict before a gate, then basis measured > emulated > model > equations, then the fewer
+    stated deviations from the paper's protocol (:func:`deviations`: a full-scale run on a stand-in before
+    a cut-down one), then more runs; on a tie the row that comes first, the book's own profile's), the other
+    profiles' verdicts in ``also``."""
     if ledger.empty:
         return ledger.assign(also=pd.Series(dtype=str))
     df = ledger.reset_index(drop=True).copy()
     df["_decisive"] = df["category"].map(lambda c: V.Category(c) in V.DECISIVE)
     df["_basis"] = df["basis"].map(BASIS_STRENGTH)
+    df["_deviations"] = df["verdict"].map(deviations)
     df["_runs"] = pd.to_numeric(df["runs"], errors="coerce").fillna(0)
     df["_order"] = range(len(df))
-    df = df.sort_values(["_decisive", "_basis", "_runs", "_order"], ascending=[False, False, False, True])
+    df = df.sort_values(["_decisive", "_basis", "_deviations", "_runs", "_order"],
+                        ascending=[False, False, True, False, True])
     kept, also = [], []
     for _, group in df.groupby(["experiment", "claim"], sort=False):
         best, rest = group.iloc[0], group.iloc[1:]
         kept.append(best)
         also.append("; ".join(f"{r.profile}: {r.category} ({r.basis})" for r in rest.itertuples()) or NO_VALUE[0])
     out = pd.DataFrame(kept).assign(also=also).sort_values("_order")
-    return out.drop(columns=["_decisive", "_basis", "_runs", "_order"]).reset_index(drop=True)
+    return out.drop(columns=["_decisive", "_basis", "_deviations", "_runs", "_order"]).reset_index(drop=True)
+
+
+def deviations(verdict: str) -> int:
+    """How many reasons a gated verdict states (``not comparable (a; b; c)`` -> 3; the experiments join
+    their deviations from the paper's protocol with "; "); 0 for a verdict without a gate's reasons."""
+    if V.category_of(verdict) in V.DECISIVE or "(" not in verdict:
+        return 0
+    return verdict[verdict.index("(") + 1:].rstrip(")").count("; ") + 1
 
 
 def tier_counts(ledger: pd.DataFrame) -> str:
