@@ -6,10 +6,12 @@
 #   tools/gpu_campaign.sh prepare          here: .carry/ = wheels for Python 3.12 that the GPU machine
 #                                          lacks + Fashion-MNIST's idx files (the optimizers' stand-in);
 #                                          says the tree's and .carry's sizes (together <= 63 of the 64 MiB)
+#   tools/gpu_campaign.sh plan             here or there: the steps, each one's estimated time (measured on a
+#                                          lent H100) and what fits DEADLINE_S; `run` prints it first
 #   tools/gpu_campaign.sh run              on the GPU machine (device tool: carry .carry, timeout 600 s):
-#                                          a probe, then optimizers, cost, mnist (STEPS), work ending
-#                                          DEADLINE_S (480) s after the start. Into $OUT: campaign.log,
-#                                          probe.json, gpu.csv, each finished run as <step>.tar.gz as it
+#                                          optimizers, mnist, cost (STEPS), work ending DEADLINE_S (575) s
+#                                          after the start; a probe first only if PROBE_S > 0. Into $OUT:
+#                                          campaign.log, probe.json, gpu.csv, each finished run as <step>.tar.gz as it
 #                                          finishes, a run cut at the deadline as <step>-state.tar.gz
 #                                          (its checkpoints and the JAX compilation cache). Exit 0: all
 #                                          finished; 3: not all (cut, skipped or failed: campaign.log says)
@@ -37,12 +39,12 @@ SELF=$ROOT/tools/gpu_campaign.sh
 CARRY=${CARRY:-$ROOT/.carry}
 STATE=${STATE:-$CARRY/state}                 # REPRO_RESULTS=$STATE/results, the JAX cache in $STATE/jax-cache
 if [ -n "${PYTHON:-}" ]; then PY=$PYTHON; elif [ -x "$ROOT/.venv/bin/python" ]; then PY=$ROOT/.venv/bin/python; else PY=python3; fi
-STEPS=${STEPS:-"optimizers cost mnist"}
+STEPS=${STEPS:-"optimizers mnist cost"}      # call 1 finishes the first two; cost, cut, resumes in the next call
 PROFILE=${STEP_PROFILE:-gpu-h100}
-DEADLINE_S=${DEADLINE_S:-480}                # work ends this long after the start (the lent machine: 15 min in all)
+DEADLINE_S=${DEADLINE_S:-575}                # work ends this long after the start (a command: 600 s at most)
 STOP_MARGIN_S=${STOP_MARGIN_S:-15}           # REPRO_DEADLINE this much earlier: a cut run's checkpoints are written
-MIN_STEP_S=${MIN_STEP_S:-20}                 # a step with less time left is skipped
-PROBE_S=${PROBE_S:-75}                       # the probe compiles the optimizers' program (41 s on an H200): the step loads it from the JAX cache
+MIN_STEP_S=${MIN_STEP_S:-}                   # set: every step's least time; else each step's own (min_s)
+PROBE_S=${PROBE_S:-0}                        # > 0: probe first (compiles the optimizers' program, 41 s on an H200; the step loads it from the JAX cache)
 PROBE_ARGS=${PROBE_ARGS:-}                   # the probe's training and test images (default "0 0": the profile's)
 CARRY_MAX_MIB=63                             # the device tool carries <= 64 MiB, tree and .carry together
 CACHE_MAX_MIB=${CACHE_MAX_MIB:-5}            # a larger JAX cache is left out of the state tarball (<= 16 MiB)
@@ -124,12 +126,13 @@ resume() {  # .carry/state becomes what the tarballs hold: checkpoints, the JAX 
     first=$(tar -tzf "$tarball" | sed -n 1p)
     case "$first" in  # a state tarball holds results/... and jax-cache/ (relative to the state dir),
       results/*|jax-cache/*) tar -xzf "$tarball" -C "$STATE"; say "resume: $tarball: a cut run's state" ;;
-      *) tar -xzf "$tarball" -C "$STATE/results"  # a finished run <profile>/<experiment>/<run>/, or an old state
-         first=$(echo "$first" | cut -d/ -f1-3)
-         if [ -f "$STATE/results/$first/provenance.json" ]; then
-           echo "${first##*/}" > "$STATE/results/${first%/*}/LATEST"  # the next call skips it
+      *) first=$(echo "$first" | cut -d/ -f1-3)  # a finished run <profile>/<experiment>/<run>/, or an old state
+         if tar -tzf "$tarball" | grep -qx "$first/provenance.json"; then
+           # only its provenance travels: enough for the next call to skip it (collect takes the tarball)
+           tar -xzf "$tarball" -C "$STATE/results" "$first/provenance.json"
+           echo "${first##*/}" > "$STATE/results/${first%/*}/LATEST"
            say "resume: $tarball: finished ($first)"
-         else say "resume: $tarball: a cut run's state (the old layout)"; fi ;;
+         else tar -xzf "$tarball" -C "$STATE/results"; say "resume: $tarball: a cut run's state (the old layout)"; fi ;;
     esac
   done
   [ -d "$STATE/jax-cache" ] && say "JAX compilation cache: $(mib "$(du -sb "$STATE/jax-cache" | cut -f1)") MiB"
@@ -163,6 +166,41 @@ gpu_env() {  # the carried wheels beside the machine's own packages, Keras on JA
 
 left() { echo $((T0 + DEADLINE_S - $(date +%s))); }
 
+# Each step's estimated seconds on a lent H100 with the gpu-h100 profiles (2026-11-27,
+# benchmarks/results/gpu-h100-2026-11-27-campaign; an H200: about 10 % less) and the least time worth
+# starting it with: the optimizers' first epoch compiles (31.5 s), a cost child takes up to 45 s.
+est_s() {
+  case "$1" in
+    optimizers) echo 484 ;; mnist) echo 23 ;; bench) echo 300 ;;
+    cost) echo $((25 * $(cost_children_left))) ;;  # 24 children of 17-45 s; a resumed sweep has fewer left
+  esac
+}
+min_s() {
+  [ -z "$MIN_STEP_S" ] || { echo "$MIN_STEP_S"; return; }
+  case "$1" in optimizers) echo 60 ;; mnist) echo 30 ;; cost) echo 50 ;; *) echo 20 ;; esac
+}
+cost_children_left() {  # of the gpu-h100 sweep's 24: those not kept by an earlier call
+  local kept
+  kept=$(find "$REPRO_RESULTS/$PROFILE/cost_study/.checkpoints" -maxdepth 2 -name '*.json' ! -name machine.json \
+         2>/dev/null | wc -l)
+  echo $((kept < 24 ? 24 - kept : 0))
+}
+
+plan() {  # one line per step: done earlier, fits, cut at the deadline (resumable) or skipped
+  local name t=0 est work=$((DEADLINE_S - STOP_MARGIN_S))
+  say "plan ($PROFILE, estimates measured on an H100): $work s of work"
+  for name in $STEPS; do
+    if [ "$name" != bench ] && [ -n "$(finished_run "$REPRO_RESULTS/$PROFILE/$(experiment_of "$name")")" ]; then
+      say "  $name: finished by an earlier call"; continue
+    fi
+    est=$(est_s "$name")
+    if [ $((t + est)) -le "$work" ]; then say "  $name: ~${est} s, fits (ends near +$((t + est)) s)"
+    elif [ $((work - t)) -ge "$(min_s "$name")" ]; then say "  $name: ~${est} s, cut at the deadline after ~$((work - t)) s (its state kept: resume it)"
+    else say "  $name: ~${est} s, skipped (needs at least $(min_s "$name") s)"; fi
+    t=$((t + est < work ? t + est : work))
+  done
+}
+
 run() {  # the campaign, logged into $OUT/campaign.log; exit 0: every step finished, 3: not every step
   local out=${OUT:?run is for the device machine, where \$OUT is set} rc=0 name
   for name in $STEPS; do [ "$name" = bench ] || experiment_of "$name" >/dev/null; done  # errexit is off below
@@ -177,6 +215,7 @@ campaign() {
   say "campaign $PROFILE: $STEPS; work ends at $(date -u -d "@$((T0 + DEADLINE_S))" +%H:%M:%S) UTC" \
       "(DEADLINE_S=$DEADLINE_S); $PY $("$PY" -c 'import platform; print(platform.python_version())')"
   gpu_env
+  plan
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L || true
     nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -l 2 > "$out/gpu.csv" 2>/dev/null &
@@ -214,7 +253,7 @@ campaign_step() {  # one step under the time left; its finished run, else its st
   run=$(finished_run "$base")
   if [ -n "$run" ]; then say "$name: finished by an earlier call ($run): skipped"; return 0; fi
   t=$(left)
-  if [ "$t" -lt "$MIN_STEP_S" ]; then say "$name: skipped, ${t} s left"; return 1; fi
+  if [ "$t" -lt "$(min_s "$name")" ]; then say "$name: skipped, ${t} s left (needs $(min_s "$name"))"; return 1; fi
   if [ -d "$base/.checkpoints" ]; then say "$name: resuming from the checkpoints in $base/.checkpoints"; fi
   say "$name: repro measure $exp --profile $PROFILE (${t} s left)"
   t_start=$(date +%s)
@@ -247,7 +286,7 @@ pack_state() {  # what a second call resumes from, relative to $STATE (see resum
 
 bench() {  # optional (STEPS=bench): the two benchmarks' JSON into $OUT
   local t
-  t=$(left); [ "$t" -ge "$MIN_STEP_S" ] || { say "bench: skipped, ${t} s left"; return 0; }
+  t=$(left); [ "$t" -ge "$(min_s bench)" ] || { say "bench: skipped, ${t} s left"; return 0; }
   timeout -s INT -k 10 "$t" "$PY" benchmarks/training_overhead.py --dataset fashion_mnist --out "$1" || true
   t=$(left); [ "$t" -ge "$MIN_STEP_S" ] || { say "bench: fused_training skipped, ${t} s left"; return 0; }
   timeout -s INT -k 10 "$t" "$PY" benchmarks/fused_training.py --dataset fashion_mnist_rgb32 --n-train 50000 --out "$1" || true
@@ -324,6 +363,7 @@ sys.meta_path.insert(0, _Block())
 EOF
   export PYTHONPATH="$work/block${PYTHONPATH:+:$PYTHONPATH}" STATE="$work/state" STEP_PROFILE=rehearse
   export INSTALL_WHEELS=$wheels DEADLINE_S=${REHEARSE_DEADLINE_S:-600} PROBE_ARGS=${PROBE_ARGS:-"96 32"}
+  export PROBE_S=${REHEARSE_PROBE_S:-75}  # the probe is off by default; the rehearsal keeps its path tested
   say "rehearsal: call 1 (cut after one epoch) into $work/call1"
   PYTHON=$py OUT=$work/call1 SITE=$work/site1 REPRO_STOP_AFTER_EPOCHS=1 "$SELF" run || rc=$?
   [ "$rc" = 3 ] || die "rehearsal: call 1 should leave an unfinished step (exit 3), exit $rc"
@@ -338,6 +378,7 @@ EOF
 case "${1:-}" in
   prepare) prepare ;;
   run) run ;;
+  plan) REPRO_RESULTS=$STATE/results plan ;;
   resume) shift; [ $# -gt 0 ] || die "resume TAR...: an earlier call's \$OUT/*.tar.gz"; resume "$@" ;;
   collect) shift; collect "${PUBLISHED:-$ROOT/published}" "$@" ;;
   rehearse-env) rehearse_python ;;

@@ -277,6 +277,12 @@ def test_bytes_between_uses_the_samples_around_the_window(tmp_path):
     assert res.bytes_between(10.25, 10.45) == {"ps:0": {"sent": 500, "received": 1000}}
     assert res.bytes_between(10.2, 10.6) == {"ps:0": {"sent": 500, "received": 1000}}  # on samples: exact
     assert res.bytes_between(9.0, 11.0) == {"ps:0": {"sent": 600, "received": 1200}}  # outside: all samples
+    # a published run keeps them gzipped (repro.book.build.compress_traces): the same answers
+    from repro.book import build
+
+    assert [p.name for p in build.compress_traces(tmp_path)] == ["link_samples.jsonl.gz"]
+    assert not (tmp_path / "link_samples.jsonl").exists()
+    assert res.bytes_between(10.25, 10.45) == {"ps:0": {"sent": 500, "received": 1000}}
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -90,12 +90,12 @@ def _members(tarball: Path) -> list[str]:
 
 def test_a_cut_call_packs_as_it_goes_and_a_second_call_resumes(campaign, tmp_path):
     out1, out2 = tmp_path / "call1", tmp_path / "call2"
-    rc, log = campaign(out1, FAKE_optimizers="cut", REPRO_STOP_AFTER_EPOCHS="1")
+    rc, log = campaign(out1, FAKE_optimizers="cut", REPRO_STOP_AFTER_EPOCHS="1", PROBE_S="75")
     assert rc == 3, log
     files = sorted(p.name for p in out1.iterdir())
     assert files == ["campaign.log", "cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz", "probe.json"], log
     assert json.loads((out1 / "probe.json").read_text())["stop_after"] is None  # the probe is never cut
-    order = [log.index(f"fake {exp}") for exp in ("optimizers", "cost_study", "mnist_cnn")]
+    order = [log.index(f"fake {exp}") for exp in ("optimizers", "mnist_cnn", "cost_study")]
     assert order == sorted(order) and log.index("probe: fake") < order[0]
     assert "optimizers: stopped at the deadline" in log and "unfinished: optimizers" in log
     assert (out1.parent / "site" / "tiny.py").is_file() and "no pip in" in log  # the wheels unzipped
@@ -111,7 +111,7 @@ def test_a_cut_call_packs_as_it_goes_and_a_second_call_resumes(campaign, tmp_pat
     assert (fresh / "results" / "gpu-h100" / "cost_study" / "LATEST").read_text().strip() == "run-1"
     assert "carried: tree" in log and "MiB" in log
 
-    rc, log = campaign(out2, STATE=str(fresh))
+    rc, log = campaign(out2, STATE=str(fresh), PROBE_S="75")
     assert rc == 0, log
     assert "optimizers: resuming from the checkpoints" in log and "fake optimizers: finish (resuming)" in log
     assert "cost: finished by an earlier call" in log and "fake cost_study" not in log
@@ -125,7 +125,31 @@ def test_the_deadline_cuts_the_running_step_and_skips_the_rest(campaign, tmp_pat
     assert rc == 3, log
     assert "optimizers: interrupted at the deadline (exit 124)" in log
     assert "cost: skipped" in log and "mnist: skipped" in log and "fake cost_study" not in log
-    assert sorted(p.name for p in out.iterdir()) == ["campaign.log", "optimizers-state.tar.gz", "probe.json"], log
+    assert sorted(p.name for p in out.iterdir()) == ["campaign.log", "optimizers-state.tar.gz"], log  # no probe
+
+
+def test_the_plan_says_what_fits_before_the_call_and_each_step_has_its_own_least_time(campaign, tmp_path):
+    rc, log = campaign(tmp_path / "plan", "plan", DEADLINE_S="575")
+    assert rc == 0, log
+    assert "optimizers: ~484 s, fits" in log and "mnist: ~23 s, fits (ends near +507 s)" in log
+    assert "cost: ~600 s, cut at the deadline after ~53 s" in log  # 24 children of ~25 s
+    # the counterfactual: a shorter call cuts the optimizers and skips what needs more than is left
+    rc, log = campaign(tmp_path / "plan", "plan", DEADLINE_S="300")
+    assert "optimizers: ~484 s, cut at the deadline after ~285 s" in log
+    assert "mnist: ~23 s, skipped (needs at least 30 s)" in log and "cost: ~600 s, skipped" in log
+    # children kept by an earlier call shorten the cost step's estimate
+    kept = tmp_path / "state" / "results" / "gpu-h100" / "cost_study" / ".checkpoints" / "h"
+    kept.mkdir(parents=True)
+    for i in range(7):
+        (kept / f"c{i}.json").write_text("{}")
+    (kept / "machine.json").write_text("{}")
+    rc, log = campaign(tmp_path / "plan", "plan", STEPS="cost")
+    assert "cost: ~425 s, fits" in log
+    # a step is skipped below its own least time (cost: 50 s), not a global one; no probe unless asked
+    out = tmp_path / "short"
+    rc, log = campaign(out, STEPS="cost", DEADLINE_S="40", STOP_MARGIN_S="1")
+    assert rc == 3 and "cost: skipped" in log and "(needs 50)" in log and "fake cost_study" not in log, log
+    assert "probe.json" not in sorted(p.name for p in out.iterdir())
 
 
 def test_resume_takes_a_state_tarball_of_either_layout(campaign, tmp_path):

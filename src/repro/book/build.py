@@ -223,8 +223,25 @@ def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
             shutil.rmtree(dest_dir)  # one published run per experiment and profile
         dest = dest_dir / run.name
         shutil.copytree(run, dest, ignore=shutil.ignore_patterns(".*"))
+        compress_traces(dest)
         results.atomic_write_text(dest_dir / "LATEST", run.name + "\n")
         out.append(dest)
+    return out
+
+
+def compress_traces(run: Path) -> list[Path]:
+    """Gzip a published run's raw traces (``link_samples.jsonl``, an emulated network's byte counters every
+    0.2 s: nothing in the book reads them) in place: ``published/`` stays a few MiB, which a lent GPU
+    machine's call (64 MiB with everything it carries) needs. Returns the compressed files."""
+    import gzip
+
+    out = []
+    for f in sorted(Path(run).rglob("link_samples.jsonl")):
+        gz = f.with_name(f.name + ".gz")
+        with open(f, "rb") as src, gzip.GzipFile(gz, "wb", mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
+        f.unlink()
+        out.append(gz)
     return out
 
 

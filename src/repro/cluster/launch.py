@@ -19,6 +19,7 @@ servers (no authentication, bound to all interfaces) are unreachable from other 
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import os
 import re
@@ -111,9 +112,11 @@ class ClusterResult:
         the first at or after ``end``, so the window is widened by up to 0.2 s on each side.
         """
         path = self.run_dir / "link_samples.jsonl"
-        if not path.exists():
+        packed = path.with_name(path.name + ".gz")  # a published run's (repro.book.build.compress_traces)
+        if not path.exists() and not packed.exists():
             raise ClusterError("no link samples: bytes per window need an emulated network")
-        samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        text = path.read_text() if path.exists() else gzip.decompress(packed.read_bytes()).decode()
+        samples = [json.loads(line) for line in text.splitlines() if line.strip()]
         before = [s for s in samples if s["time"] <= start] or samples[:1]
         after = [s for s in samples if s["time"] >= end] or samples[-1:]
         a, b = before[-1]["links"], after[0]["links"]
