@@ -1,12 +1,19 @@
 """Sort `make mutation`'s survivors by what they change: each surviving mutant function of mutants/ compared
 with its original by AST ("wording": only string constants differ; else "logic"), counted per function.
 
-Usage (after `make mutation`, its output saved): .venv/bin/python tools/mutation_survivors.py mutation.log"""
+Usage (after `make mutation`, its output saved): .venv/bin/python tools/mutation_survivors.py mutation.log [--csv OUT]
+
+With --csv, every survivor is written as a row: mutant, function, kind, the changed line (original -> mutant)
+and why it survives, from tools/mutation_reasons.yaml (per function, per kind; "unexplained" where none)."""
 import ast
 import collections
+import csv
+import difflib
 import re
 import sys
 from pathlib import Path
+
+import yaml
 
 surv = [l.split(":")[0].strip() for l in open(sys.argv[1], errors="ignore").read().replace("\r", "\n").splitlines()
         if l.strip().endswith(": survived")]
@@ -67,7 +74,32 @@ for name in surv:
         res["?"].append(name); continue
     k = kinds(strip_docstring(o), strip_docstring(m))
     cat = "wording" if k == {"str"} else "logic"
-    res[cat].append((name, sorted(k), ast.unparse(m)))
+    res[cat].append((name, sorted(k), ast.unparse(m), ast.unparse(o)))
 print({k: len(v) for k, v in res.items()})
 by = collections.Counter(re.sub(r"__mutmut_\d+$", "", n[0]) for n in res["logic"])
 for f, c in by.most_common(60): print(c, f)
+
+
+def changed_line(orig: str, mut: str) -> str:
+    """The first line the mutant changes, as 'original -> mutant'."""
+    a, b = orig.splitlines()[1:], mut.splitlines()[1:]  # the def lines differ by name only
+    minus = [l.strip() for l in difflib.ndiff(a, b) if l.startswith("- ")]
+    plus = [l.strip() for l in difflib.ndiff(a, b) if l.startswith("+ ")]
+    return f"{minus[0][2:] if minus else ''} -> {plus[0][2:] if plus else '(removed)'}"[:300]
+
+
+if "--csv" in sys.argv:
+    reasons = yaml.safe_load(Path(__file__).with_name("mutation_reasons.yaml").read_text())
+    rows = []
+    for cat in ("wording", "logic"):
+        for name, k, mut, orig in res[cat]:
+            func = re.sub(r"__mutmut_\d+$", "", name).replace(".x_", ".", 1).replace("ǁ", ".")
+            short = func.split(".")[-1]
+            why = reasons["kinds"].get(cat) if cat == "wording" else reasons["functions"].get(short)
+            rows.append({"mutant": name.split(".")[-1], "function": func, "kind": cat,
+                         "change": changed_line(orig, mut), "why": why or "unexplained"})
+    with open(sys.argv[sys.argv.index("--csv") + 1], "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["mutant", "function", "kind", "change", "why"])
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} survivors written; unexplained: {sum(r['why'] == 'unexplained' for r in rows)}")
