@@ -1,6 +1,6 @@
 # Two entry points (see README.md):
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
-#   make test   create .venv if missing, run ruff and the whole test suite (every tier)
+#   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier)
 #   make test-unit   the fast tier alone (tests/unit, under a minute)
 #   make test-extras the tests that need an optional part (marker `extras`), alone
 #   make mutation    mutation testing of the verdict modules (mutmut; not in CI: tens of minutes here)
@@ -33,6 +33,8 @@ mutation: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 env: $(STAMP)
 

@@ -1,10 +1,12 @@
 """Sort `make mutation`'s survivors by what they change: each surviving mutant function of mutants/ compared
-with its original by AST ("wording": only string constants differ; else "logic"), counted per function.
+with its original by AST ("wording": only prose differs: a string inside an f-string or one with a space in it;
+else "logic", a changed key, attribute or column name included), counted per function.
 
 Usage (after `make mutation`, its output saved): .venv/bin/python tools/mutation_survivors.py mutation.log [--csv OUT]
 
 With --csv, every survivor is written as a row: mutant, function, kind, the changed line (original -> mutant)
-and why it survives, from tools/mutation_reasons.yaml (per function, per kind; "unexplained" where none)."""
+and why it survives or which test now kills it, from tools/mutation_reasons.yaml (per mutant, else per function,
+else per kind; "unexplained" where none)."""
 import ast
 import collections
 import csv
@@ -38,13 +40,14 @@ def strip_docstring(fn):
 def kinds(orig, mut):
     """What differs: walk both trees in parallel; report node-type pairs that differ."""
     out = set()
-    def walk(a, b):
+    def walk(a, b, parent=None):
         if type(a) is not type(b):
             out.add(f"node:{type(a).__name__}->{type(b).__name__}")
             return
         if isinstance(a, ast.Constant):
             if a.value != b.value:
-                out.add("str" if isinstance(a.value, str) or isinstance(b.value, str) else "const")
+                text = isinstance(a.value, str) and (isinstance(parent, ast.JoinedStr) or " " in a.value.strip())
+                out.add("str" if text else "key" if isinstance(a.value, str) or isinstance(b.value, str) else "const")
             return
         if isinstance(a, (ast.cmpop, ast.operator, ast.boolop, ast.unaryop)):
             return
@@ -54,10 +57,10 @@ def kinds(orig, mut):
                 if len(va) != len(vb):
                     out.add(f"len:{fa[0]}")
                 for x, y in zip(va, vb):
-                    if isinstance(x, ast.AST): walk(x, y)
+                    if isinstance(x, ast.AST): walk(x, y, a)
                     elif x != y: out.add(f"val:{fa[0]}")
             elif isinstance(va, ast.AST):
-                walk(va, vb)
+                walk(va, vb, a)
             elif va != vb and fa[0] not in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
                 out.add(f"val:{fa[0]}")
     for x, y in zip(orig, mut):
@@ -94,9 +97,9 @@ if "--csv" in sys.argv:
     for cat in ("wording", "logic"):
         for name, k, mut, orig in res[cat]:
             func = re.sub(r"__mutmut_\d+$", "", name).replace(".x_", ".", 1).replace("ǁ", ".")
-            short = func.split(".")[-1]
-            why = reasons["kinds"].get(cat) if cat == "wording" else reasons["functions"].get(short)
-            rows.append({"mutant": name.split(".")[-1], "function": func, "kind": cat,
+            why = (reasons.get("mutants") or {}).get(name) or (reasons.get("functions") or {}).get(func) or \
+                (reasons["kinds"].get(cat) if cat == "wording" else None)
+            rows.append({"mutant": name, "function": func, "kind": cat,
                          "change": changed_line(orig, mut), "why": why or "unexplained"})
     with open(sys.argv[sys.argv.index("--csv") + 1], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["mutant", "function", "kind", "change", "why"])

@@ -51,8 +51,8 @@ def _cmd_book(args) -> int:
     if source == "published":
         root = Path(args.published_dir).resolve() if args.published_dir else book.published_root()
         profile = args.profile or book.default_published_profile()
-        index = book.build(profile, out=results.project_root() / "_build" / f"published-{profile}",
-                           results_dir=root, partial=args.partial)
+        out = (results.project_root() or Path.cwd()) / "_build" / f"published-{profile}"  # as book.build's own
+        index = book.build(profile, out=out, results_dir=root, partial=args.partial)
     else:
         index = book.build(args.profile or "smoke", partial=args.partial)
     print(f"[repro] book built from {source} runs: {index}")

@@ -10,19 +10,27 @@ import json
 import pytest
 
 from repro import cluster
+from repro.cluster import plan as cluster_plan
 from repro.cluster import slurm, slurm_task
+from repro.cluster.plan import ClusterPlan
 from repro.cluster.spec import name_of_slug, role_names
 from repro.core import params
 from repro.experiments.distributed import runs as dist_runs
 from repro.experiments.speedup import measure as sp_measure
 
-PLAN = {"run_dir": "/shared/run", "chief": True, "ps": 1, "workers": 2, "fail_fast": True}
+PLAN = ClusterPlan(run_dir="/shared/run", isolation="slurm", chief=True, ps=1, workers=2, fail_fast=True,
+                   program_roles=["chief", "worker"], program_cmd=["python", "-m", "prog"],
+                   server_cmd=["python", "-m", "serve"], timeout=60, ready_timeout=30, grace=3)
+
+
+def _plan(**changes) -> ClusterPlan:
+    return PLAN.model_copy(update=changes)
 
 
 def test_roles_follow_slurm_task_order_like_the_local_launcher():
     assert slurm_task.layout(PLAN) == ["chief", "ps", "worker", "worker"]
     assert role_names(slurm_task.layout(PLAN)) == ["chief:0", "ps:0", "worker:0", "worker:1"]
-    assert slurm_task.layout({**PLAN, "chief": False, "ps": 0}) == ["worker", "worker"]
+    assert slurm_task.layout(_plan(chief=False, ps=0)) == ["worker", "worker"]
     assert name_of_slug("worker-1") == "worker:1"  # a log or result file's stem back to its task
 
 
@@ -38,7 +46,7 @@ def test_one_step_per_cluster_unless_a_task_is_separate():
 
 def test_a_separate_task_gets_its_own_node_and_step():
     """worker:1 alone in step 1 on the last node: scancel of that step stops it and nothing else."""
-    main, own = slurm.step_commands({**PLAN, "fail_fast": False}, [3], 4, "repro-x")
+    main, own = slurm.step_commands(_plan(fail_fast=False), [3], 4, "repro-x")
     assert "--nodes=3" in main and "--relative=0" in main and main[-1] == "0,1,2"
     assert "--nodes=1" in own and "--ntasks=1" in own and "--relative=3" in own and own[-1] == "3"
     assert "--kill-on-bad-exit=0" in main  # fail_fast off: a dead worker does not end the PS job
@@ -48,7 +56,7 @@ def test_a_separate_task_gets_its_own_node_and_step():
 
 
 def test_fewer_nodes_than_tasks_pack_them():
-    (cmd,) = slurm.step_commands({**PLAN, "ps": 2}, [], 4, "repro-x")
+    (cmd,) = slurm.step_commands(_plan(ps=2), [], 4, "repro-x")
     assert "--nodes=4" in cmd and "--ntasks=5" in cmd
 
 
@@ -150,3 +158,23 @@ def test_tasks_meet_through_the_shared_directory(tmp_path, monkeypatch):
         slurm_task.step_of(tmp_path, "worker:0")  # scancel would stop the chief too
     with pytest.raises(cluster.ClusterError, match="task 4 never published its address within 0.2 s"):
         slurm_task.rendezvous(tmp_path, 5, timeout=0.2)
+
+
+def test_a_plan_round_trips_and_a_bad_one_is_one_line(tmp_path):
+    """plan.json is written and read through ClusterPlan: the same plan back; a truncated, hand-edited or
+    misspelt one is one line naming the file and the field, before any process starts."""
+    plan = _plan(run_dir=str(tmp_path))
+    assert cluster_plan.read(plan.write()) == plan
+    assert cluster_plan.read(tmp_path) == plan  # the run directory holding it
+    with pytest.raises(cluster.ClusterError, match="already used"):
+        plan.write()
+    raw = json.loads((tmp_path / "plan.json").read_text())
+    for bad, field in (({**raw, "timeout": 0}, "timeout"), ({**raw, "workerz": 2}, "workerz"),
+                       ({k: v for k, v in raw.items() if k != "ps"}, "ps")):
+        (tmp_path / "plan.json").write_text(json.dumps(bad))
+        with pytest.raises(cluster.ClusterError, match=field) as err:
+            cluster_plan.read(tmp_path)
+        assert "\n" not in str(err.value) and "plan.json" in str(err.value)
+    (tmp_path / "plan.json").write_text('{"run_dir": ')
+    with pytest.raises(cluster.ClusterError, match="not a readable cluster plan"):
+        cluster_plan.read(tmp_path)

@@ -1,4 +1,5 @@
-"""The layout's rules, checked on the source: sizes, import direction, no cycles."""
+"""The layout's rules, checked on the source: sizes here; import direction and cycles as pyproject.toml's
+import-linter contracts (`make lint` runs lint-imports), each shown to reject an import that breaks it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import repro
 SRC = Path(repro.__file__).parent
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 500
-LAZY_OK = ("tensorflow", "keras", "horovod")  # heavy: imported inside functions only
 
 
 def _modules() -> dict[str, Path]:
@@ -20,28 +20,6 @@ def _modules() -> dict[str, Path]:
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         out[name] = path
     return out
-
-
-def _imports(name: str, path: Path, top_only: bool) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_only else list(ast.walk(tree))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            found |= {f"{base}.{a.name}" for a in node.names} | {base}
-    return {m for m in found if m.startswith("repro")}
-
-
-def _resolve(target: str, modules: dict) -> str | None:
-    while target and target not in modules:
-        target = target.rpartition(".")[0]
-    return target or None
 
 
 def test_functions_and_modules_are_short():
@@ -58,41 +36,38 @@ def test_functions_and_modules_are_short():
     assert not long, long
 
 
-def test_an_experiment_never_imports_another():
-    crossing = []
-    for name, path in _modules().items():
-        if name.startswith("repro.experiments.") and name.count(".") >= 2:
-            own = ".".join(name.split(".")[:3])
-            for target in _imports(name, path, top_only=False):
-                if target.startswith("repro.experiments.") and not target.startswith(own):
-                    crossing.append(f"{name} -> {target}")
-    assert not crossing, crossing
+def _contracts() -> dict:
+    """pyproject.toml's import-linter contracts by type, ready to check a graph."""
+    from importlinter import api
+    from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+    from importlinter.contracts.independence import IndependenceContract
+    from importlinter.contracts.layers import LayersContract
+
+    cls = {"layers": LayersContract, "independence": IndependenceContract, "acyclic_siblings": AcyclicSiblingsContract}
+    conf = api.read_configuration(str(SRC.parents[1] / "pyproject.toml"))
+    return {c["type"]: cls[c["type"]](c["name"], conf["session_options"], c)
+            for c in conf["contracts_options"]}
 
 
-def test_shared_code_does_not_import_experiments():
-    bad = [f"{n} -> {t}" for n, p in _modules().items()
-           if n.startswith(("repro.core", "repro.ml", "repro.cluster", "repro.book"))
-           for t in _imports(n, p, top_only=False) if t.startswith("repro.experiments.")]
-    assert not bad, bad
+def _kept(contract, extra: tuple[str, str] | None = None) -> bool:
+    """Whether ``contract`` holds on the package's import graph, with the import ``extra`` (importer, imported)
+    added: the counterfactual a contract must reject."""
+    import grimp
+
+    graph = grimp.build_graph("repro")
+    if extra:
+        graph.add_import(importer=extra[0], imported=extra[1])
+    return contract.check(graph, verbose=False).kept
 
 
-def test_no_import_cycles():
-    modules = _modules()
-    graph = {n: {r for t in _imports(n, p, top_only=False) if (r := _resolve(t, modules)) and r != n
-                 and not n.startswith(r + ".")}  # a module may import its own package's __init__
-             for n, p in modules.items()}
-    state, cycles = {}, []
-
-    def visit(node, stack):
-        state[node] = "open"
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == "open":
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
-            elif nxt not in state:
-                visit(nxt, stack + [nxt])
-        state[node] = "done"
-
-    for n in sorted(graph):
-        if n not in state:
-            visit(n, [n])
-    assert not cycles, cycles
+def test_the_layering_holds_and_each_contract_rejects_its_counterfactual():
+    """The layering of pyproject.toml's [tool.importlinter] (what `make lint` checks with lint-imports) holds
+    on the source, and each contract fails on one import that breaks it."""
+    c = _contracts()
+    assert set(c) == {"layers", "independence", "acyclic_siblings"}
+    assert all(_kept(contract) for contract in c.values())
+    assert not _kept(c["layers"], ("repro.core.params", "repro.experiments.optimizers.verdicts"))  # down -> up
+    assert not _kept(c["layers"], ("repro.cluster.perfmodel", "repro.cli"))
+    assert not _kept(c["layers"], ("repro.ml.training", "repro.cluster.spec"))  # between the shared rooms
+    assert not _kept(c["independence"], ("repro.experiments.speedup.equations", "repro.experiments.distributed.models"))
+    assert not _kept(c["acyclic_siblings"], ("repro.core.errors", "repro.core.params"))  # params imports errors

@@ -212,8 +212,8 @@ def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
     Experiments without a run of that profile are left as they are (``repro book`` then says which
     chapter has no published run)."""
     names = list(_params.experiments())
-    runs = {n: results.latest_run(n, profile, results_dir, need="notebook.ipynb") for n in names}
-    runs = {n: r for n, r in runs.items() if r is not None}
+    latest = {n: results.latest_run(n, profile, results_dir, need="notebook.ipynb") for n in names}
+    runs = {n: r for n, r in latest.items() if r is not None}
     if not runs:
         raise BookError(f"nothing to publish for profile '{profile}': run `repro run all --profile {profile}` first")
     out = []

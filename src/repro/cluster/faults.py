@@ -19,7 +19,7 @@ def stop_task(name: str) -> str:
     if os.environ.get("REPRO_CLUSTER_LAUNCHER") != "slurm":
         os.kill(ctx.pids()[name], signal.SIGKILL)
         return f"SIGKILL to {name}"
-    step = step_of(ctx.run_dir, name)
+    step = step_of(ctx.cluster_dir, name)
     r = subprocess.run(["scancel", step], capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"scancel {step} failed: {r.stderr.strip()}")

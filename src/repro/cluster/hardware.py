@@ -221,6 +221,7 @@ def _profile(name: str, spec: ProfileSpec) -> Profile:
     if spec.t_grad_s is not None:
         t_grad = dict(spec.t_grad_s)
     else:  # images per second at the profile's batch -> seconds per batch
+        assert spec.images_per_s is not None and spec.batch is not None  # ProfileSpec._compute_time checked
         t_grad = {m: spec.batch / v for m, v in spec.images_per_s.items()}
     return Profile(name=name, paper=spec.paper, description=spec.description, source=" ".join(spec.source.split()),
                    link=spec.link, topology=" ".join(spec.topology.split()), t_grad_s=t_grad, batch=spec.batch,
@@ -237,7 +238,7 @@ def load_for(name: str, models) -> Profile:
     return prof
 
 
-def check_param(name: str, models, parameter: str = "emulate") -> None:
+def check_param(name: str | None, models, parameter: str = "emulate") -> None:
     """A parameter naming a hardware profile (or null): one line naming the parameter and the valid names."""
     from repro.core.params import ParameterError
 

@@ -30,12 +30,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 from repro.core import errors
 from repro.core.procs import stop_group
 
 from .node import read_results
+from .plan import ClusterPlan
 from .spec import ROLES, ClusterError, ClusterSpec, is_local, visible_gpus
 from .supervisor import ClusterTimeout, TaskFailed, tail
 
@@ -136,7 +137,7 @@ def netns_available() -> bool:
     return r.returncode == 0
 
 
-def resolve_isolation(isolation: str = "auto", allow_exposed: bool = False) -> str:
+def resolve_isolation(isolation: str = "auto", allow_exposed: bool = False) -> Literal["netns", "none"]:
     """``netns`` or ``none``; refuses an exposed cluster unless ``allow_exposed``."""
     if isolation not in ISOLATIONS:
         raise ClusterError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
@@ -299,7 +300,9 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     _check_launcher(launcher, network, cluster, on_ready)
     net = network.validate() if network is not None else None
     program_cmd = _program_cmd(program)
-    mode = "slurm" if launcher == "slurm" else resolve_isolation(isolation, allow_exposed)
+    mode: Literal["netns", "none", "slurm"] = "slurm"
+    if launcher != "slurm":
+        mode = resolve_isolation(isolation, allow_exposed)
     if net and mode != "netns":
         raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
     if net and cluster is not None:
@@ -313,26 +316,19 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
             raise ClusterError(f"a local cluster in a private namespace has only loopback; {remote[0]} is not local")
     run_dir = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="repro-cluster-"))
     run_dir.mkdir(parents=True, exist_ok=True)
-    if (run_dir / "plan.json").exists():
-        raise ClusterError(f"run directory {run_dir} was already used by a cluster run")
     child_env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
     pythonpath = [os.getcwd()] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     child_env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     child_env.update(env or {})
-    plan = {
-        "run_dir": str(run_dir.resolve()), "isolation": mode, "workers": workers, "ps": ps, "chief": bool(chief),
-        "cluster": cluster.as_dict() if cluster is not None else None,
-        "program_roles": list(program_roles), "program_cmd": program_cmd,
-        "server_cmd": [sys.executable, "-m", "repro.cluster._entry", "node", "serve", "--kind", server],
-        "kwargs": kwargs or {}, "timeout": float(timeout), "ready_timeout": float(ready_timeout),
-        "grace": float(grace), "fail_fast": bool(fail_fast), "network": net, "env": child_env, "cwd": os.getcwd(),
-        "gpus": visible_gpus(),  # handed out per task by device_env (workers only)
-    }
-    try:
-        json.dumps(plan)
-    except TypeError as exc:
-        raise ClusterError(f"kwargs must be JSON-serialisable: {exc}") from None
-    (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
+    plan = ClusterPlan(
+        run_dir=str(run_dir.resolve()), isolation=mode, workers=workers, ps=ps, chief=bool(chief),
+        cluster=cluster.as_dict() if cluster is not None else None,
+        program_roles=list(program_roles), program_cmd=program_cmd,
+        server_cmd=[sys.executable, "-m", "repro.cluster._entry", "node", "serve", "--kind", server],
+        kwargs=kwargs or {}, timeout=float(timeout), ready_timeout=float(ready_timeout),
+        grace=float(grace), fail_fast=bool(fail_fast), network=net, env=child_env, cwd=os.getcwd(),
+        gpus=visible_gpus())
+    plan.write()
     if launcher == "slurm":
         from . import slurm
         return ClusterResult(**slurm.run(plan, tuple(separate)))

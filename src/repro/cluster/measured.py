@@ -95,6 +95,7 @@ class Point(BaseModel):
         """The measured scaling efficiency: images/s over N times the one-GPU rate, else as stated."""
         if self.images_per_s is not None:
             return self.images_per_s / (self.workers * self.single_images_per_s)
+        assert self.efficiency is not None  # the model validator: images_per_s or efficiency
         return float(self.efficiency)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from repro.core import atomic
 
-from .spec import ClusterSpec, Task, from_tf_config, name_of_slug
+from .spec import ClusterError, ClusterSpec, Task, from_tf_config, name_of_slug
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,16 @@ class Context:
     task: Task
     run_dir: Path | None
 
+    @property
+    def cluster_dir(self) -> Path:
+        """:attr:`run_dir`, which every launcher sets; a one-line error outside a launched cluster."""
+        if self.run_dir is None:
+            raise ClusterError("not in a launched cluster: $REPRO_CLUSTER_DIR is not set")
+        return self.run_dir
+
     def pids(self) -> dict[str, int]:
         """PIDs of the cluster's processes (as seen inside the cluster), by ``role:index``."""
-        return json.loads((self.run_dir / "pids.json").read_text())
+        return json.loads((self.cluster_dir / "pids.json").read_text())
 
 
 def context() -> Context:

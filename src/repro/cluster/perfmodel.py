@@ -59,6 +59,8 @@ def _wire(prof: hardware.Profile, nbytes: float, inter: bool = True) -> float:
     """Seconds of ``nbytes`` on the network between hosts (its goodput) or on a host's internal link."""
     if inter:
         return nbytes * 8 / (hardware.rate_bits(prof.link) * prof.goodput)
+    if prof.intra_link is None:  # ProfileSpec requires it with gpus_per_host > 1; a Profile made in code may lack it
+        raise ClusterError(f"hardware profile {prof.name}: gpus_per_host > 1 needs intra_link")
     return nbytes * 8 / hardware.rate_bits(prof.intra_link)
 
 

@@ -18,6 +18,8 @@ imported inside the functions.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .compute import wait_tensors, wait_then_zeros
 
 
@@ -43,6 +45,10 @@ class PSTrainer:
     waits in timed steps (None: it computes). ``loss_fn(y, pred)``: sparse categorical
     cross-entropy unless given.
     """
+
+    accs: list[Any]  # sync: one accumulator (a tf.Variable) per trainable variable, next to it
+    opt: Any  # async with ``optimizer``: the Keras SGD optimizer (None otherwise)
+    sections: tuple[Any, Any] | None  # ``semaphore``: the pull and push tf.CriticalSection
 
     def __init__(self, strategy, coordinator, net, learning_rate: float, *, sync: bool, stateless: bool = False,
                  semaphore: bool = False, optimizer: bool = False, wait_s: float | None = None, loss_fn=None):

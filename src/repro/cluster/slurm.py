@@ -28,8 +28,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .node import read_results
+from .plan import ClusterPlan
 from .slurm_task import layout
 from .spec import ClusterError, name_of_slug, role_names
 from .supervisor import ClusterTimeout, TaskFailed, describe_exit, tail
@@ -105,15 +107,15 @@ def _srun(run_dir: Path, name: str, k: int, indices: list[int], nodes: int, rela
             "--slurm", "--cluster-dir", str(run_dir), "--indices", ",".join(map(str, indices))]
 
 
-def step_commands(plan: dict, separate: list[int], nodes: int, name: str) -> list[list[str]]:
+def step_commands(plan: ClusterPlan, separate: list[int], nodes: int, name: str) -> list[list[str]]:
     """The ``srun`` command of each step: the main step on the first nodes, each separate task on its own."""
-    run_dir = Path(plan["run_dir"])
+    run_dir = Path(plan.run_dir)
     parts = steps(len(layout(plan)), separate)
     main_nodes = max(1, min(len(parts[0]), nodes - len(parts) + 1))
-    cmds = [_srun(run_dir, name, 0, parts[0], main_nodes, 0, plan["fail_fast"])]
+    cmds = [_srun(run_dir, name, 0, parts[0], main_nodes, 0, plan.fail_fast)]
     for k, part in enumerate(parts[1:], 1):
         rel = min(main_nodes + k - 1, nodes - 1)
-        cmds.append(_srun(run_dir, name, k, part, 1, rel, plan["fail_fast"]))
+        cmds.append(_srun(run_dir, name, k, part, 1, rel, plan.fail_fast))
     return cmds
 
 
@@ -124,8 +126,8 @@ def _batch_script(cmds: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _limit(plan: dict) -> float:
-    return plan["ready_timeout"] + plan["timeout"] + 2 * plan["grace"] + 30
+def _limit(plan: ClusterPlan) -> float:
+    return plan.ready_timeout + plan.timeout + 2 * plan.grace + 30
 
 
 def _seconds(text: str) -> float | None:
@@ -150,7 +152,8 @@ def _accounting(ids: list[str]) -> dict:
                         "-j", ",".join(ids)], capture_output=True, text=True) if shutil.which("sacct") else None
     if r is not None and r.returncode == 0 and r.stdout.strip():
         keys = ["id", "name", "state", "elapsed_s", "nodes", "start", "end"]
-        rows = [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines() if line.strip()]
+        rows: list[dict[str, Any]] = [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines()
+                                      if line.strip()]
         return {"source": "sacct", "records": rows}
     why = (r.stderr.strip().splitlines() or ["no records"])[-1] if r is not None else "sacct not installed"
     jobs = sorted({i.split(".")[0] for i in ids})
@@ -168,9 +171,19 @@ class _Job:
     """A cluster run's SLURM work: its job id, its steps (``<name>-s<k>``), how to cancel it."""
 
     mode = ""
+    log: Path  # where srun (or the batch job) writes: set by each kind of job
 
     def __init__(self, name: str):
-        self.name, self.job, self.step_ids = name, "", {}
+        self.name, self.job = name, ""
+        self.step_ids: dict[int, str] = {}
+
+    def state(self) -> tuple[str, str]:
+        """SLURM's state of the job and why (``("PENDING", "Resources")``)."""
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Cancel whatever of the job still runs."""
+        raise NotImplementedError
 
     def steps_alive(self) -> set[int]:
         """Steps SLURM lists as running now (by the launcher's number ``k``); remembers their ids."""
@@ -195,14 +208,14 @@ class _BatchJob(_Job):
 
     mode = "sbatch"
 
-    def __init__(self, name: str, run_dir: Path, cmds: list[list[str]], plan: dict, nodes: int):
+    def __init__(self, name: str, run_dir: Path, cmds: list[list[str]], plan: ClusterPlan, nodes: int):
         super().__init__(name)
         script = run_dir / "slurm" / "batch.sh"
         script.write_text(_batch_script(cmds))
         tasks = sum(int(a.split("=", 1)[1]) for c in cmds for a in c if a.startswith("--ntasks="))
         out = _slurm("sbatch", "--parsable", f"--job-name={name}", f"--nodes={nodes}", f"--ntasks={tasks}",
                      f"--time={int(_limit(plan) // 60) + 2}", f"--output={run_dir}/slurm/batch.log",
-                     f"--chdir={plan['cwd']}", "--export=ALL", str(script))
+                     f"--chdir={plan.cwd}", "--export=ALL", str(script))
         self.job = out.strip().split(";")[0]
         self.log = run_dir / "slurm" / "batch.log"
 
@@ -254,10 +267,10 @@ def _log(run_dir: Path, name: str) -> Path:
     return run_dir / "logs" / (name.replace(":", "-") + ".log")
 
 
-def _watch(job: _Job, plan: dict, names: list[str], separate: list[int]) -> None:
+def _watch(job: _Job, plan: ClusterPlan, names: list[str], separate: list[int]) -> None:
     """Wait until every program task has ended well; a one-line error for anything else."""
-    run_dir = Path(plan["run_dir"])
-    programs = [n for n in names if n.split(":")[0] in plan["program_roles"]]
+    run_dir = Path(plan.run_dir)
+    programs = [n for n in names if n.split(":")[0] in plan.program_roles]
     deadline, pending_since = None, time.monotonic()
     while True:
         state, reason = job.state()
@@ -269,9 +282,9 @@ def _watch(job: _Job, plan: dict, names: list[str], separate: list[int]) -> None
             time.sleep(1.0)
             continue
         if deadline is None:  # the servers' time to get ready; the job's time starts once they are
-            deadline, ready = time.monotonic() + plan["ready_timeout"] + 30, False
+            deadline, ready = time.monotonic() + plan.ready_timeout + 30, False
         if not ready and (run_dir / "ready.json").exists():
-            deadline, ready = time.monotonic() + plan["timeout"] + plan["grace"], True
+            deadline, ready = time.monotonic() + plan.timeout + plan.grace, True
         alive = job.steps_alive()
         exits = _exits(run_dir)
         bad = [n for n in programs if exits.get(n, 0) != 0]
@@ -280,7 +293,7 @@ def _watch(job: _Job, plan: dict, names: list[str], separate: list[int]) -> None
                              f"last log lines: {tail(_log(run_dir, bad[0]))}")
         started = {k for k, i in enumerate(separate, 1) if (run_dir / "slurm" / "tasks" / f"{i}.json").exists()}
         gone = sorted(started - alive)
-        if plan["fail_fast"] and gone:  # a separate task's step ended (scancel) while the program ran
+        if plan.fail_fast and gone:  # a separate task's step ended (scancel) while the program ran
             i = separate[gone[0] - 1]
             rec = json.loads((run_dir / "slurm" / "tasks" / f"{i}.json").read_text())
             name = names[i]
@@ -295,9 +308,9 @@ def _watch(job: _Job, plan: dict, names: list[str], separate: list[int]) -> None
         if time.monotonic() > deadline:
             hung = [n for n in programs if n not in exits]
             if not ready:
-                raise ClusterTimeout(f"the cluster was not ready after {plan['ready_timeout']:g} s (SLURM job "
+                raise ClusterTimeout(f"the cluster was not ready after {plan.ready_timeout:g} s (SLURM job "
                                      f"{job.job}); srun: {tail(job.log, 2)}")
-            raise ClusterTimeout(f"job timed out after {plan['timeout']:g} s: {', '.join(hung)} still running "
+            raise ClusterTimeout(f"job timed out after {plan.timeout:g} s: {', '.join(hung)} still running "
                                  f"(SLURM job {job.job}); last log lines of {hung[0]}: {tail(_log(run_dir, hung[0]))}")
         time.sleep(POLL_S)
 
@@ -315,10 +328,10 @@ def _finish(job: _Job, ok: bool, grace: float) -> None:
             time.sleep(0.5)
 
 
-def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
+def run(plan: ClusterPlan, separate_names: tuple[str, ...] = ()) -> dict:
     """Run the cluster of ``plan`` (written by :func:`repro.cluster.run_cluster`) under SLURM; the fields of
     its :class:`repro.cluster.ClusterResult`."""
-    run_dir = Path(plan["run_dir"])
+    run_dir = Path(plan.run_dir)
     names = role_names(layout(plan))
     unknown = [n for n in separate_names if n not in names]
     if unknown:
@@ -338,7 +351,7 @@ def run(plan: dict, separate_names: tuple[str, ...] = ()) -> dict:
         _watch(job, plan, names, separate)
         ok = True
     finally:
-        _finish(job, ok, plan["grace"])
+        _finish(job, ok, plan.grace)
         tasks = _task_records(run_dir, names)
         for k, part in enumerate(steps(len(names), separate)):  # what each task saw ($SLURM_STEP_ID), where
             if tasks[part[0]]["slurm_step"]:  # squeue never listed a short step

@@ -25,12 +25,14 @@ from pathlib import Path
 
 from repro.core import atomic
 
+from .plan import ClusterPlan
+from .plan import read as read_plan
 from .spec import ClusterError, ClusterSpec, Task, make_spec, role_names
 
 
-def layout(plan: dict) -> list[str]:
+def layout(plan: ClusterPlan) -> list[str]:
     """Role of every global task index: chief, ps..., workers... (the local launcher's order)."""
-    return ["chief"] * int(plan["chief"]) + ["ps"] * plan["ps"] + ["worker"] * plan["workers"]
+    return ["chief"] * int(plan.chief) + ["ps"] * plan.ps + ["worker"] * plan.workers
 
 
 def node_address() -> str:
@@ -140,15 +142,15 @@ def _wait_servers(servers: list[Task], timeout: float) -> None:
                 time.sleep(0.1)
 
 
-def _run_program(run_dir: Path, plan: dict, task: Task, servers: list[Task], first: bool) -> int:
+def _run_program(run_dir: Path, plan: ClusterPlan, task: Task, servers: list[Task], first: bool) -> int:
     from . import node
 
     code = 1
     try:
-        _wait_servers(servers, plan["ready_timeout"])
+        _wait_servers(servers, plan.ready_timeout)
         if first:
             atomic.write_json(run_dir / "ready.json", {"launcher": "slurm", "time": time.time()})
-        node.run_program(plan["program_cmd"][-1])
+        node.run_program(plan.program_cmd[-1])
         code = 0
     finally:
         atomic.write_json(run_dir / "slurm" / "exit" / f"{task.slug}.json", {"code": code})
@@ -158,24 +160,24 @@ def _run_program(run_dir: Path, plan: dict, task: Task, servers: list[Task], fir
 def main(run_dir: str, indices: str) -> int:
     """The task's whole life (see the module doc); its exit code."""
     run = Path(run_dir)
-    plan = json.loads((run / "plan.json").read_text())
+    plan = read_plan(run)
     order = [int(i) for i in indices.split(",")]
     index = order[int(os.environ["SLURM_PROCID"])]
     roles = layout(plan)
     _publish(run, index, roles[index])
-    spec, _ = rendezvous(run, len(roles), plan["ready_timeout"])
+    spec, _ = rendezvous(run, len(roles), plan.ready_timeout)
     task = spec.tasks[index]
     _to_log(run, task)
-    os.environ.update(plan.get("env") or {})
+    os.environ.update(plan.env or {})
     os.environ.update({"TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index)), "REPRO_CLUSTER_DIR": str(run),
                        "REPRO_CLUSTER_TASK": task.name, "REPRO_CLUSTER_LAUNCHER": "slurm",
-                       "REPRO_CLUSTER_KWARGS": json.dumps(plan.get("kwargs") or {})})
+                       "REPRO_CLUSTER_KWARGS": json.dumps(plan.kwargs or {})})
     print(f"[repro.cluster] {task.name} at {task.address} on {os.environ.get('SLURMD_NODENAME', '?')} "
           f"(SLURM job {os.environ.get('SLURM_JOB_ID')}.{os.environ.get('SLURM_STEP_ID')}, "
           f"task {os.environ['SLURM_PROCID']})", flush=True)
-    programs = [t for t in spec.tasks if t.role in plan["program_roles"]]
-    servers = [t for t in spec.tasks if t.role not in plan["program_roles"]]
-    if task.role in plan["program_roles"]:
+    programs = [t for t in spec.tasks if t.role in plan.program_roles]
+    servers = [t for t in spec.tasks if t.role not in plan.program_roles]
+    if task.role in plan.program_roles:
         return _run_program(run, plan, task, servers, first=task == programs[0])
-    _serve(run, plan["server_cmd"][-1], programs)
+    _serve(run, plan.server_cmd[-1], programs)
     return 0

@@ -16,7 +16,7 @@ import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from repro.core import errors, provenance
 
@@ -242,14 +242,17 @@ def from_tf_config(tf_config: str | Mapping | None = None) -> tuple[ClusterSpec,
         tf_config = os.environ.get("TF_CONFIG")
         if not tf_config:
             raise ClusterError("TF_CONFIG is not set")
+    config: Mapping[str, Any]
     if isinstance(tf_config, str):
         try:
-            tf_config = json.loads(tf_config)
+            config = json.loads(tf_config)
         except json.JSONDecodeError as exc:
             raise ClusterError(f"TF_CONFIG is not JSON ({exc.msg})") from None
-    spec = parse_cluster_mapping(tf_config.get("cluster"), source="TF_CONFIG")
-    task = tf_config.get("task") or {}
-    return spec, spec.task(task.get("type"), int(task.get("index", 0)))
+    else:
+        config = tf_config
+    spec = parse_cluster_mapping(config.get("cluster"), source="TF_CONFIG")
+    task: Mapping[str, Any] = config.get("task") or {}
+    return spec, spec.task(str(task.get("type")), int(task.get("index", 0)))
 
 
 def from_slurm(*, ps: int = 1, chief: bool = False, port_base: int = 8888, tasks_per_node: int | None = None):
@@ -322,7 +325,7 @@ def _local_hosts() -> set[str]:
     try:
         names.add(socket.getfqdn().lower())
         for info in socket.getaddrinfo(socket.gethostname(), None):
-            names.add(info[4][0])
+            names.add(cast(str, info[4][0]))  # an IP address: the int form is only for IPv6-less builds
     except OSError:
         pass
     return names

@@ -24,10 +24,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from repro.core import atomic, errors
 from repro.core.procs import stop_group
 
+from .plan import ClusterPlan
+from .plan import read as read_plan
 from .spec import (
     ClusterError,
     ClusterSpec,
@@ -97,9 +100,9 @@ _write_json = atomic.write_json
 
 
 class Supervisor:
-    def __init__(self, plan: dict):
+    def __init__(self, plan: ClusterPlan):
         self.plan = plan
-        self.run_dir = Path(plan["run_dir"])
+        self.run_dir = Path(plan.run_dir)
         self.logs = self.run_dir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.t0 = time.monotonic()
@@ -112,47 +115,48 @@ class Supervisor:
 
     # ------------------------------------------------------------------ setup
     def _network(self) -> None:
-        if self.plan["isolation"] == "netns":
+        if self.plan.isolation == "netns":
             r = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True)
             if r.returncode:
                 raise ClusterError(f"cannot bring up lo in the private network namespace: {r.stderr.strip()}")
 
     def _make_spec(self) -> ClusterSpec:
-        if self.plan.get("cluster"):
-            spec = parse_cluster_mapping(self.plan["cluster"], source="cluster")
+        if self.plan.cluster:
+            spec = parse_cluster_mapping(self.plan.cluster, source="cluster")
             check_ports_free(spec.tasks)
             return spec
-        roles = [("chief", int(self.plan["chief"])), ("ps", self.plan["ps"]), ("worker", self.plan["workers"])]
-        if self.plan.get("network"):  # one namespace per node: 10.77.0.k, the same port everywhere
-            return make_spec(_emulated_entries(roles, self.plan["network"].get("ps_on_workers", False)),
+        roles = [("chief", int(self.plan.chief)), ("ps", self.plan.ps), ("worker", self.plan.workers)]
+        if self.plan.network:  # one namespace per node: 10.77.0.k, the same port everywhere
+            return make_spec(_emulated_entries(roles, self.plan.network.get("ps_on_workers", False)),
                              source="emulated cluster")
         host = "127.0.0.1"
         ports = iter(free_ports(sum(n for _, n in roles), host))
         return make_spec([(role, host, next(ports)) for role, n in roles for _ in range(n)], source="local cluster")
 
     def _start(self, task: Task, kind: str) -> None:
-        argv = list(self.plan["program_cmd"] if kind == "program" else self.plan["server_cmd"])
+        argv = list(self.plan.program_cmd if kind == "program" else self.plan.server_cmd)
         argv[argv.index("node") + 1:argv.index("node") + 1] = ["--cluster-dir", str(self.run_dir)]  # visible in ps
+        assert self.spec is not None  # run() makes the spec before it starts a task
         env = dict(os.environ)
-        env.update(device_env(task.role, task.index, self.plan.get("gpus") or []))
-        env.update(self.plan.get("env") or {})  # the caller's explicit env wins
+        env.update(device_env(task.role, task.index, self.plan.gpus or []))
+        env.update(self.plan.env or {})  # the caller's explicit env wins
         env.update({
             "TF_CONFIG": json.dumps(self.spec.tf_config(task.role, task.index)),
             "REPRO_CLUSTER_DIR": str(self.run_dir),
             "REPRO_CLUSTER_TASK": task.name,
-            "REPRO_CLUSTER_KWARGS": json.dumps(self.plan.get("kwargs") or {}),
+            "REPRO_CLUSTER_KWARGS": json.dumps(self.plan.kwargs or {}),
         })
         log = self.logs / f"{task.slug}.log"
         host_pid = self.nodes.get(task.host)
-        if self.plan.get("network"):  # the node's network and host-name namespaces (the first task makes them);
+        if self.plan.network:  # the node's network and host-name namespaces (the first task makes them);
             # it waits for its address, then names its host by it (node.main)
             argv = (["nsenter", "--target", str(host_pid), "--net", "--uts", "--"] if host_pid
                     else ["unshare", "--net", "--uts", "--"]) + argv
             env["REPRO_CLUSTER_WAIT_ADDRESS"] = "1"
         with open(log, "ab") as out:
             popen = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     cwd=self.plan.get("cwd") or None)
-        if self.plan.get("network") and not host_pid:
+                                     cwd=self.plan.cwd or None)
+        if self.plan.network and not host_pid:
             self._attach(task, popen.pid)
             self.nodes[task.host] = popen.pid
         self.procs[task.name] = {"name": task.name, "role": task.role, "index": task.index, "address": task.address,
@@ -175,7 +179,8 @@ class Supervisor:
 
     def _attach(self, task: Task, pid: int) -> None:
         """veth ``v<k>`` (bridge side) <-> ``eth0`` (in the task's namespace), tbf on both ends."""
-        net = self.plan["network"]
+        net = self.plan.network
+        assert net is not None  # _start attaches a link only on an emulated network
         k = int(task.host.rsplit(".", 1)[1])
         tbf = ["root", "tbf", "rate", net["bandwidth"], "burst", net["burst"], "latency", net["latency"]]
         veth = f"v{k}"
@@ -199,6 +204,7 @@ class Supervisor:
         # The address last: the task waits for it (node._wait_address), so when it can bind it, its link is
         # up, shaped and routed. Adding it earlier let a task connect before its link was up (ENETUNREACH).
         self._ip("ip", "addr", "add", f"{task.host}/24", "dev", "eth0", pid=pid)
+        assert self.spec is not None  # run() makes the spec before it starts (and attaches) a task
         self.veths["+".join(t.name for t in self.spec.tasks if t.host == task.host)] = veth
 
     def link_bytes(self) -> dict[str, dict[str, int]]:
@@ -231,7 +237,7 @@ class Supervisor:
                           f"last log lines: {tail(self.run_dir / rec['log'])}")
 
     def _wait_ready(self, servers: list[Task]) -> None:
-        deadline = time.monotonic() + self.plan["ready_timeout"]
+        deadline = time.monotonic() + self.plan.ready_timeout
         pending = list(servers)
         while pending:
             for rec in self._poll():
@@ -247,7 +253,7 @@ class Supervisor:
             if pending and time.monotonic() > deadline:
                 t = pending[0]
                 raise ClusterTimeout(
-                    f"{t.name} not ready after {self.plan['ready_timeout']:g} s (nothing accepts connections on "
+                    f"{t.name} not ready after {self.plan.ready_timeout:g} s (nothing accepts connections on "
                     f"{t.address}); last log lines: {tail(self.logs / f'{t.slug}.log')}")
             if pending:
                 time.sleep(0.1)
@@ -256,30 +262,30 @@ class Supervisor:
     def run(self) -> None:
         self._network()
         self.spec = self._make_spec()
-        if self.plan.get("network"):
+        if self.plan.network:
             self._bridge()
-        program_roles = set(self.plan["program_roles"])
+        program_roles = set(self.plan.program_roles)
         programs = [t for t in self.spec.tasks if t.role in program_roles]
         servers = [t for t in self.spec.tasks if t.role not in program_roles]
         if not programs:
             raise ClusterError(f"no task runs the program: the cluster has no {'/'.join(sorted(program_roles))} task")
         _write_json(self.run_dir / "cluster.json", {"cluster": self.spec.as_dict(), "tasks": self.spec.names(),
-                                                     "isolation": self.plan["isolation"]})
+                                                     "isolation": self.plan.isolation})
         for t in servers:
             self._start(t, "server")
         self._wait_ready(servers)
         self.exposure = exposure_report(ports=[t.port for t in self.spec.tasks])
-        if self.plan.get("network"):  # the listeners live in the tasks' own namespaces, on 10.77.0.k
+        if self.plan.network:  # the listeners live in the tasks' own namespaces, on 10.77.0.k
             self.exposure["note"] = "emulated network: tasks in their own namespaces behind a private bridge"
         _write_json(self.run_dir / "exposure.json", self.exposure)
-        if self.plan["isolation"] == "netns" and self.exposure["exposed"]:
+        if self.plan.isolation == "netns" and self.exposure["exposed"]:
             raise ClusterError(f"cluster reachable from outside on {', '.join(self.exposure['exposed'])} "
                                f"(interfaces: {', '.join(self.exposure['interfaces'])})")
         _write_json(self.run_dir / "ready.json", {"cluster": self.spec.as_dict(),
                                                   "ready_s": round(time.monotonic() - self.t0, 3)})
         for t in programs:
             self._start(t, "program")
-        deadline = time.monotonic() + self.plan["timeout"]
+        deadline = time.monotonic() + self.plan.timeout
         running = {t.name for t in programs}
         next_sample = 0.0
         while running:
@@ -291,12 +297,12 @@ class Supervisor:
                     running.discard(rec["name"])
                     if rec["exit_code"] != 0:
                         raise self._died(rec, "while running the program")
-                elif self.plan["fail_fast"]:
+                elif self.plan.fail_fast:
                     raise self._died(rec, "while the program was running")
             if running and time.monotonic() > deadline:
                 hung = sorted(running, key=self.spec.names().index)
                 raise ClusterTimeout(
-                    f"job timed out after {self.plan['timeout']:g} s: {', '.join(hung)} still running; last log "
+                    f"job timed out after {self.plan.timeout:g} s: {', '.join(hung)} still running; last log "
                     f"lines of {hung[0]}: {tail(self.logs / (hung[0].replace(':', '-') + '.log'))}")
             time.sleep(0.05)
 
@@ -306,7 +312,11 @@ class Supervisor:
         alive = [r for r in self.procs.values() if "popen" in r]
         for rec in alive:
             rec["stopped"] = True
-        stop_group([r["popen"] for r in alive], self.plan.get("grace", 3.0), on_exit=lambda _: self._poll())
+
+        def reap(_: subprocess.Popen) -> None:
+            self._poll()
+
+        stop_group([r["popen"] for r in alive], self.plan.grace, on_exit=reap)
         self._poll()
 
     def records(self) -> list[dict]:
@@ -315,15 +325,14 @@ class Supervisor:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    plan = json.loads(Path(argv[0]).read_text())
-    sup = Supervisor(plan)
+    sup = Supervisor(read_plan(argv[0]))
 
     def stop(signum, frame):
         raise _Stop(signal.Signals(signum).name)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)
-    status = {"ok": False, "error": None, "kind": None}
+    status: dict[str, Any] = {"ok": False, "error": None, "kind": None}
     try:
         sup.run()
         status["ok"] = True

@@ -85,6 +85,8 @@ class Claim:
         """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
         if self.reference_value is not None:
             return float(self.reference_value)
+        if self.reported is None:
+            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives neither reference nor reported")
         return _paper.value(self.paper, self.reported)
 
     def threshold(self, name: str) -> float:
@@ -241,10 +243,12 @@ def compare(claim: Claim, m: Measured) -> V.Verdict:
     if m.value is None:
         raise ClaimsError(f"claim {claim.id!r} (check {claim.check}) needs a value or a gate")
     if claim.check == "within":
+        assert claim.tolerance is not None  # ClaimSpec: check 'within' needs a tolerance
         diff = m.value - claim.reference()
         ok = abs(diff) <= claim.tolerance
         detail = f"{'+' if diff > 0 else '-'}{_fmt(abs(diff))} vs paper, tolerance {_fmt(claim.tolerance)}"
     else:
+        assert claim.band is not None  # ClaimSpec: check 'band' needs band: [low, high]
         lo, hi = claim.band
         ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
     return V.outcome(ok, m.basis, detail).with_note(m.note)
@@ -253,8 +257,10 @@ def compare(claim: Claim, m: Measured) -> V.Verdict:
 def tolerance_text(claim: Claim) -> str:
     """The ledger's tolerance cell: the threshold that decides the claim and where it comes from."""
     if claim.check == "within":
+        assert claim.tolerance is not None  # ClaimSpec: check 'within' needs a tolerance
         return f"±{_fmt(claim.tolerance)}: {claim.tolerance_source}"
     if claim.check == "band":
+        assert claim.band is not None  # ClaimSpec: check 'band' needs band: [low, high]
         return f"[{_fmt(claim.band[0])}, {_fmt(claim.band[1])}]: {claim.tolerance_source}"
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 

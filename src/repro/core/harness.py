@@ -40,7 +40,7 @@ class Result:
     """What an experiment's ``run`` returns to its notebook (and what ``judge`` reads)."""
 
     run_dir: Path
-    params: dict
+    params: Any  # the experiment's <Name>Params (a dict: read back from provenance.json when rejudged)
     provenance: dict
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -71,11 +71,11 @@ class Experiment(abc.ABC):
     name: str  # the folder's name
 
     @abc.abstractmethod
-    def prepare(self, params: dict) -> Any:
+    def prepare(self, params: Any) -> Any:
         """Load and check the inputs (datasets, price tables); raise before any run directory exists."""
 
     @abc.abstractmethod
-    def measure(self, run: Run, params: dict, inputs: Any) -> Output:
+    def measure(self, run: Run, params: Any, inputs: Any) -> Output:
         """Do the work; record datasets and devices with ``run.add_dataset`` / ``run.note``."""
 
     @abc.abstractmethod

@@ -100,6 +100,7 @@ class ParamSpec:
         return item
 
     def _choice(self, value: Any) -> Any:
+        assert self.choices is not None  # only a validator where there are choices (annotation)
         if value not in self.choices:
             raise ValueError(f"not one of {self.choices}")
         return value
@@ -124,7 +125,7 @@ class ParamSpec:
         base = self.type.removeprefix("list[").removesuffix("]")
         items = ([t.strip() for t in text.strip().strip("[]").split(",")] if self.type.startswith("list[")
                  else [text.strip()])
-        out = []
+        out: list[Any] = []
         for item in items:
             try:
                 if base == "int":
@@ -225,7 +226,7 @@ class ExperimentSpec:
     @cached_property
     def model(self) -> type[BaseModel]:
         """The experiment's parameters as a pydantic model: one typed field per declared parameter."""
-        fields = {name: (p.annotation, ...) for name, p in self.params.items()}
+        fields: dict[str, Any] = {name: (p.annotation, ...) for name, p in self.params.items()}
         return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
 
     def profile(self, name: str) -> Profile:

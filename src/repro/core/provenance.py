@@ -12,6 +12,7 @@ import sys
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -167,7 +168,8 @@ def backend_label(record: dict | None) -> str:
     for anything unreadable. Never raises."""
     try:
         record = record or {}
-        dev = record.get("device") if isinstance(record.get("device"), dict) else {}
+        device = record.get("device")
+        dev: dict[str, Any] = device if isinstance(device, dict) else {}
         name = dev.get("backend") or record.get("keras_backend") or "tensorflow"
         packages = record.get("packages") or {}
         version = dev.get("backend_version") or packages.get(name) or (

@@ -47,15 +47,20 @@ def _ipc_kernel_manager():
     return IPCKernelManager
 
 
+class _ConsoleHandler(logging.StreamHandler):
+    """The handler :func:`_stream_papermill_log` adds, marked ``_repro`` so that it is added once."""
+
+    _repro = True
+
+
 def _stream_papermill_log() -> None:
     """Show the notebook's output (one line per epoch) while it runs."""
     logger = logging.getLogger("papermill")
     logger.setLevel(logging.INFO)
     if not any(getattr(h, "_repro", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stdout)
+        handler = _ConsoleHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("  %(message)s"))
         handler.addFilter(lambda rec: not any(noise in rec.getMessage() for noise in _NOISE))
-        handler._repro = True
         logger.addHandler(handler)
         logger.propagate = False
 

@@ -30,6 +30,7 @@ import lzma
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -175,7 +176,8 @@ def _load_mnist_subset() -> tuple:
 def _load_fashion_mnist() -> tuple:
     where = fashion_dir()
     if where is not None:
-        arrays = {k: _read_idx(_idx_file(where, f)) for k, f in _FASHION_FILES.items()}
+        # fashion_dir() returns a directory only where all four files are
+        arrays = {k: _read_idx(cast(Path, _idx_file(where, f))) for k, f in _FASHION_FILES.items()}
         return (arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"],
                 f"Debian dataset-fashion-mnist ({where})", None)
     searched = os.pathsep.join(str(d) for d in offline_dirs()) or "none: REPRO_OFFLINE_DIRS is empty"

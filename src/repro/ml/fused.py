@@ -38,6 +38,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -286,7 +287,8 @@ def _device_arrays(data: Dataset):
 
 def _resume(models: list, dirs: list) -> tuple[list, list[list[dict]]]:
     """Each model's checkpoint where one exists (model replaced, its history rows), else fresh."""
-    out, rows = list(models), [[] for _ in models]
+    out = list(models)
+    rows: list[list[dict]] = [[] for _ in models]
     for i, d in enumerate(dirs):
         if d is None:
             continue
@@ -440,4 +442,6 @@ def probe(out: Path, n_train: int | None = None, n_test: int | None = None, prof
 if __name__ == "__main__":  # python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST [PROFILE]]
     if len(sys.argv) < 3 or sys.argv[1] != "probe":
         raise SystemExit("usage: python -m repro.ml.fused probe OUT.json [N_TRAIN N_TEST [PROFILE]]")
-    probe(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:5]), *sys.argv[5:6])
+    sizes: list[int | None] = [*(int(a) for a in sys.argv[3:5]), None, None]
+    named: dict[str, Any] = {"profile": sys.argv[5]} if len(sys.argv) > 5 else {}
+    probe(Path(sys.argv[2]), sizes[0], sizes[1], **named)

@@ -321,8 +321,8 @@ def fit(
             if verbose:
                 print(f"{log_prefix}resuming after epoch {start_epoch} from {checkpoint_dir}", flush=True)
     timer = _callback_class()()
-    val = epoch_input(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
-    val = None if val is None else (val["x"] if "y" not in val else (val["x"], val["y"]))
+    ev = epoch_input(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
+    val = None if ev is None else (ev["x"] if "y" not in ev else (ev["x"], ev["y"]))
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
     if verbose and log_prefix and start_epoch < epochs:
         print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)

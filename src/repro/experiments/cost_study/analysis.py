@@ -7,11 +7,13 @@ cost-optimal configuration, billing-step sensitivity, cost-to-accuracy, memory a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from repro.experiments.cost_study import cost as _cost
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 MEASURED_PHASES = ("start", "data_load", "learn", "verify", "save_data")
 
@@ -49,7 +51,7 @@ def fit_amdahl(cores, times) -> dict:
     """
     k = np.asarray(cores, dtype=float)
     t = np.asarray(times, dtype=float)
-    out = {"n_runs": int(len(t)), "core_counts": sorted({int(c) for c in k}), "t1_s": float("nan"),
+    out: dict[str, Any] = {"n_runs": int(len(t)), "core_counts": sorted({int(c) for c in k}), "t1_s": float("nan"),
            "t1_se_s": float("nan"), "serial_fraction": float("nan"), "serial_fraction_se": float("nan"),
            "cov": [[float("nan")] * 2] * 2, "note": ""}
     if len(out["core_counts"]) < 2:
@@ -290,7 +292,7 @@ def nan_to_none(obj):
     return None if isinstance(obj, float) and math.isnan(obj) else obj
 
 
-def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: dict, prices: _cost.PriceTable,
+def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices: _cost.PriceTable,
             gpu_model: str = "") -> tuple[dict, dict]:
     """Every analysis table of a sweep (by its CSV name) and the Amdahl fits per network; GPU runs are
     priced as instances of ``gpu_model`` only (nvidia-smi's name)."""
@@ -308,10 +310,10 @@ def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: dict, prices: _cost.Pri
     return tables, {net: {**f, "network": net} for net, f in fits.items()}
 
 
-def make_summary(runs: pd.DataFrame, scaling: pd.DataFrame, p: dict, gpu: dict, docker: dict,
+def make_summary(runs: pd.DataFrame, scaling: pd.DataFrame, p: CostStudyParams, gpu: dict, docker: dict,
                  prices: _cost.PriceTable) -> dict:
     """Headline numbers (``summary.json``); ``gpu`` and ``docker`` are what the verdicts read."""
-    s = {"children": int(len(runs)), "gpu": gpu, "docker": docker, "currency": prices.currency,
+    s: dict[str, Any] = {"children": int(len(runs)), "gpu": gpu, "docker": docker, "currency": prices.currency,
          "assumed_cloud_seconds": prices.assumed_seconds(), "networks": {}}
     for net in p["networks"]:
         g = runs[(runs["network"] == net) & (runs["device"] == "cpu")]

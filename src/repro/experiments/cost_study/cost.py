@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Callable, cast
 
 import pandas as pd
 import yaml
@@ -141,9 +141,10 @@ def default_price_path() -> str:
     return str(resources.files(__package__).joinpath("prices.yaml"))
 
 
-def _number(*, integer: bool = False, positive: bool = False):
-    """A finite number of the price table (a whole one with ``integer``, > 0 with ``positive``, else >= 0)."""
-    def check(value):
+def _number_check(*, integer: bool = False, positive: bool = False) -> Callable[[Any], int | float]:
+    """The check of a finite number of the price table (a whole one with ``integer``, > 0 with ``positive``,
+    else >= 0)."""
+    def check(value: Any) -> int | float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ValueError(f"must be a number, got {value!r}")
         if integer and float(value) != int(value):
@@ -151,7 +152,14 @@ def _number(*, integer: bool = False, positive: bool = False):
         if value < 0 or (positive and value == 0):
             raise ValueError(f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
         return int(value) if integer else float(value)
-    return Annotated[int if integer else float, BeforeValidator(check)]
+    return check
+
+
+#: The numbers of a price table: >= 0, > 0 (``Positive``), whole (``Count``), or both.
+_Number = Annotated[float, BeforeValidator(_number_check())]
+_PositiveNumber = Annotated[float, BeforeValidator(_number_check(positive=True))]
+_Count = Annotated[int, BeforeValidator(_number_check(integer=True))]
+_PositiveCount = Annotated[int, BeforeValidator(_number_check(integer=True, positive=True))]
 
 
 def _sourced(value):
@@ -170,8 +178,8 @@ class _Entry(BaseModel):
 class ProviderSpec(_Entry):
     """A provider's billing rule: billed seconds = ceil(max(t, minimum_s) / billing_step_s) * billing_step_s."""
 
-    billing_step_s: _number(positive=True)
-    minimum_s: _number()
+    billing_step_s: _PositiveNumber
+    minimum_s: _Number
 
 
 class InstanceSpec(_Entry):
@@ -179,11 +187,11 @@ class InstanceSpec(_Entry):
 
     provider: Annotated[str, BeforeValidator(str)]
     instance: Annotated[str, BeforeValidator(str)]
-    cpu_cores: _number(integer=True, positive=True)
-    gpus: _number(integer=True)
+    cpu_cores: _PositiveCount
+    gpus: _Count
     gpu_model: Annotated[str, BeforeValidator(lambda v: str(v or ""))] = ""
-    memory_gb: _number()
-    price_per_hour: _number()
+    memory_gb: _Number
+    price_per_hour: _Number
 
 
 def _cloud_only(phase):
@@ -197,7 +205,7 @@ class PhaseSpec(_Entry):
     """A cloud-only term of formula (1), in seconds."""
 
     phase: Annotated[str, BeforeValidator(_cloud_only)]
-    seconds: _number()
+    seconds: _Number
 
 
 class PriceFile(BaseModel):
@@ -225,9 +233,9 @@ def _price_error(err: ValidationError, raw: dict, path: str) -> PriceTableError:
         what = {"missing": f"missing '{loc[0]}'", "extra_forbidden": f"unknown field '{loc[0]}'"}.get(
             first["type"], f"'{loc[0]}' must be a non-empty {'mapping' if loc[0] == 'providers' else 'list'}")
         return PriceTableError(f"price table {path}: {what}")
-    section, key = loc[0], loc[1]
+    section, key = cast(str, loc[0]), loc[1]  # a field of PriceFile, then a provider's name or a list index
     where = (f"{name}: {_SECTIONS[section]} '{key}'" if section == "providers"
-             else f"{name}: {_SECTIONS[section]} #{key + 1}")
+             else f"{name}: {_SECTIONS[section]} #{cast(int, key) + 1}")
     entry = raw[section][key]
     if section == "instances" and isinstance(entry, dict) and "instance" in entry:
         where = f"{name}: instance '{entry['instance']}'"

@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -61,6 +62,7 @@ from repro.experiments.cost_study.figures import (
     plot_time_vs_cores,
     plot_time_vs_cost,
 )
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 from repro.experiments.cost_study.planning import (
     core_counts,
     docker_status,
@@ -107,7 +109,7 @@ def _child_env(child: dict, gpu_ids: list[str]) -> dict:
     return env
 
 
-def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sweep_children(run, p: CostStudyParams, children: list[dict], n_gpus: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every planned child, each pinned to its cores; its sampler rows and log go to the run directory.
     A child finished by an earlier cut run with the same parameters is taken from its checkpoint
     (:mod:`.resume`); a child whose expected time would pass the deadline is not started."""
@@ -141,7 +143,7 @@ def sweep_children(run, p: dict, children: list[dict], n_gpus: int) -> tuple[pd.
     return pd.DataFrame(rows), pd.DataFrame(epochs)
 
 
-def _one_child(run, p: dict, child: dict, gpu_ids: list[str]) -> tuple[dict, list[dict]]:
+def _one_child(run, p: CostStudyParams, child: dict, gpu_ids: list[str]) -> tuple[dict, list[dict]]:
     """Train one child on its cores (:func:`sweep.run_child`): its row and its epochs."""
     net = child["network"]
     np_ = net_params(p, net)
@@ -171,7 +173,7 @@ class CostStudy(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> dict:
+    def prepare(self, p: CostStudyParams) -> dict:
         """Core counts, price table, datasets, GPUs and Docker checked, the children planned."""
         cores = core_counts(p["cores"], len(sweep.available_cores()))
         try:
@@ -184,11 +186,12 @@ class CostStudy(harness.Experiment):
             np_ = net_params(p, net)
             datasets.append(_data.load(np_["dataset"], np_["n_train"] or None, np_["n_test"] or None,
                                        seed=p["seed"]).info)
-        gpu = gpu_status() if p["gpu_sweep"] else {"gpus": 0, "reason": "GPU sweep switched off: gpu_sweep is false"}
+        off = {"gpus": 0, "reason": "GPU sweep switched off: gpu_sweep is false"}
+        gpu: dict[str, Any] = gpu_status() if p["gpu_sweep"] else off
         return {"cores": cores, "prices": prices, "datasets": datasets, "gpu": gpu, "docker": docker_status(),
                 "children": plan(p, cores, gpu["gpus"])}
 
-    def measure(self, run, p: dict, inputs: dict) -> harness.Output:
+    def measure(self, run, p: CostStudyParams, inputs: dict) -> harness.Output:
         prices, gpu, docker = inputs["prices"], inputs["gpu"], inputs["docker"]
         for info in inputs["datasets"]:
             run.add_dataset(info)

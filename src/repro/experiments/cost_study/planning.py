@@ -8,6 +8,7 @@ import shutil
 from repro.core.params import ParameterError
 from repro.experiments.cost_study import sweep
 from repro.experiments.cost_study.child import COUNT_GPUS_ENTRY
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 DOCKER_ENV = "REPRO_IN_DOCKER"
 
@@ -75,7 +76,7 @@ def gpu_cores(g: int, available: int) -> int:
     return min(available, CORES_PER_GPU * g)
 
 
-def plan(p: dict, cores: list[int], n_gpus: int) -> list[dict]:
+def plan(p: CostStudyParams, cores: list[int], n_gpus: int) -> list[dict]:
     """Every child to run, repetition-major (rep 1 of everything, then rep 2, ...) to spread drift."""
     all_cores = sweep.available_cores()
     configs = []
@@ -92,9 +93,10 @@ def plan(p: dict, cores: list[int], n_gpus: int) -> list[dict]:
     return out
 
 
-def net_params(p: dict, net: str) -> dict:
+def net_params(p: CostStudyParams, net: str) -> dict:
     """The parameters of one network (``mnist_*`` or ``cifar_*``) under neutral names."""
     pre = "mnist" if net == "mnist_cnn" else "cifar"
-    return {"dataset": p[f"{pre}_dataset"], "n_train": p[f"{pre}_train_samples"], "n_test": p[f"{pre}_test_samples"],
-            "epochs": p[f"{pre}_epochs"], "batch_size": p[f"{pre}_batch_size"],
-            "target_accuracy": p[f"{pre}_target_accuracy"]}
+    q: dict = dict(p)  # keys built from the network's prefix: the schema cannot name them one by one here
+    return {"dataset": q[f"{pre}_dataset"], "n_train": q[f"{pre}_train_samples"], "n_test": q[f"{pre}_test_samples"],
+            "epochs": q[f"{pre}_epochs"], "batch_size": q[f"{pre}_batch_size"],
+            "target_accuracy": q[f"{pre}_target_accuracy"]}

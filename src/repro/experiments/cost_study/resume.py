@@ -16,13 +16,14 @@ import shutil
 from pathlib import Path
 
 from repro.core import provenance, results
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 log = logging.getLogger(__name__)
 
 FILES = ("samples", "logs")  # the run directory's per-child folders, kept beside the child's row
 
 
-def checkpoint_root(run_dir: Path, p: dict) -> Path:
+def checkpoint_root(run_dir: Path, p: CostStudyParams) -> Path:
     """Where this parameter set's finished children are kept (shared by reruns of the same parameters)."""
     key = {k: v for k, v in p.items() if k != "resume"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]

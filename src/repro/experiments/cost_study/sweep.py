@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from repro.core import atomic, errors
 from repro.core.procs import stop_group
@@ -94,7 +95,7 @@ def peak_rss_mb() -> float:
 
 def _thread_cpus(pid: int) -> set[int]:
     """CPUs that the threads of ``pid`` last ran on (field 39 of /proc/<pid>/task/<tid>/stat)."""
-    cpus = set()
+    cpus: set[int] = set()
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -160,7 +161,7 @@ class ResourceSampler:
         while not self._stop.wait(self.interval):
             if self._proc is None:
                 break
-            row = {"t_s": round(time.perf_counter() - t0, 3)}
+            row: dict[str, Any] = {"t_s": round(time.perf_counter() - t0, 3)}
             try:
                 with self._proc.oneshot():
                     if self._proc.status() == ps.STATUS_ZOMBIE:  # exited, not yet reaped: rss reads 0
@@ -247,7 +248,7 @@ def run_child(task: dict, cores: list[int], *, timeout: float = 3600.0, sample_i
     child_env = {**os.environ, **(env or {})}
     child_env.update(_thread_env(len(cores), child_env))  # before the child starts: XLA_FLAGS for JAX too
     child_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    log_fh = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    log_fh: Any = open(log_path, "wb") if log_path else subprocess.DEVNULL
     sampler = proc = result = None
     try:
         t_spawn = time.time()
@@ -304,7 +305,8 @@ def _cleanup(workdir: Path) -> None:
 
 def _probe(task: dict) -> dict:
     """No Keras: report affinity, spin a while on every allowed core, sleep, or fail."""
-    out = {"affinity_inside": sorted(os.sched_getaffinity(0)), "pid": os.getpid(), "peak_rss_mb": peak_rss_mb()}
+    out: dict[str, Any] = {"affinity_inside": sorted(os.sched_getaffinity(0)), "pid": os.getpid(),
+                           "peak_rss_mb": peak_rss_mb()}
     spin = float(task.get("spin_s", 0))
     if spin > 0:
         threads = [threading.Thread(target=_spin, args=(spin,)) for _ in out["affinity_inside"]]

@@ -15,6 +15,7 @@ from repro.core import verdicts as V
 from repro.core.claims import Measured
 from repro.core.provenance import BACKEND_NAMES
 from repro.experiments.cost_study import cost as _cost
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 NAME = "cost_study"
 PAPER = "cloudcost2017"
@@ -71,9 +72,12 @@ def _other_gpu(summary: dict) -> V.Verdict | None:
     return V.not_comparable(f"the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'}")
 
 
-def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
+def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     """The cheapest measured core count for MNIST with the reference provider's prices."""
-    lo, hi = (int(b) for b in claims.load(NAME)["optimal_cores_mnist"].band)
+    band = claims.load(NAME)["optimal_cores_mnist"].band
+    if band is None:
+        raise claims.ClaimsError("cost_study/claims.yaml: optimal_cores_mnist needs a band")
+    lo, hi = (int(b) for b in band)
     runs, optimal, ref = tables["runs"], tables["optimal"], p["reference_provider"]
     cpu = runs["device"] == "cpu"
     max_k = int(runs.loc[cpu, "cores"].max()) if cpu.any() else 0
@@ -94,7 +98,7 @@ def optimal_cores_mnist(tables: dict, p: dict) -> Measured:
     return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices")
 
 
-def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
+def gpu_mnist_faster_dearer(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """Speed-up and cost ratio of one GPU over the CPU run with the most cores (MNIST)."""
     res = gpu_vs_cpu(tables, "mnist_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
     if res is None:
@@ -111,7 +115,7 @@ def gpu_mnist_faster_dearer(tables: dict, p: dict, summary: dict) -> Measured:
     return Measured(ours, holds=ok, runs=p["repetitions"])
 
 
-def gpu_cifar_cost_saving(tables: dict, p: dict, summary: dict) -> Measured:
+def gpu_cifar_cost_saving(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """GPU cost over the cost of the CPU run with the most cores (CIFAR-10)."""
     res = gpu_vs_cpu(tables, "cifar10_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
     if res is None:
@@ -123,7 +127,7 @@ def gpu_cifar_cost_saving(tables: dict, p: dict, summary: dict) -> Measured:
                     runs=p["repetitions"], gate=_other_gpu(summary))
 
 
-def vendor_gpu_speedup_overstated(tables: dict, p: dict, summary: dict) -> Measured:
+def vendor_gpu_speedup_overstated(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """Our GPU speed-ups, below the vendors' lowest claim or not."""
     res = [gpu_vs_cpu(tables, n, p["reference_provider"]) for n in ("mnist_cnn", "cifar10_cnn")] \
         if _has_gpu_runs(tables) else []
@@ -148,7 +152,7 @@ def docker_no_worse(summary: dict) -> Measured:
     return Measured("inside a container" if docker["inside_docker"] else "bare metal only", gate=gate, basis="none")
 
 
-def memory_over_weights(tables: dict, p: dict) -> Measured:
+def memory_over_weights(tables: dict, p: CostStudyParams) -> Measured:
     """Peak RSS of CPU training over the size of the weights, per network."""
     memory = tables["memory"]
     runs = tables.get("runs")
@@ -165,7 +169,7 @@ def memory_over_weights(tables: dict, p: dict) -> Measured:
     return Measured(ours, holds=bool((first["rss_over_weights"] > 1).all()), gate=gate, runs=p["repetitions"])
 
 
-def cpu_vs_gpu_ram(tables: dict, p: dict, summary: dict) -> Measured:
+def cpu_vs_gpu_ram(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """CPU against GPU memory: only with GPU runs; without them the CPU side alone says nothing."""
     if not _has_gpu_runs(tables):
         return Measured("CPU peak RSS only", gate=_no_gpu(summary), basis="none")
@@ -196,7 +200,7 @@ def gpu_dearer_so_cpu_optimal(reported: pd.DataFrame) -> Measured:
     return Measured(ours, holds=ok, basis="equations", runs=1, note=why)
 
 
-def measure_claims(tables: dict[str, pd.DataFrame], p: dict, summary: dict) -> dict[str, Measured]:
+def measure_claims(tables: dict[str, pd.DataFrame], p: CostStudyParams, summary: dict) -> dict[str, Measured]:
     """One measurement per claim id of ``claims.yaml``."""
     return {
         "optimal_cores_mnist": optimal_cores_mnist(tables, p),

@@ -16,6 +16,7 @@ from repro.core import paper
 from repro.core.params import ParameterError
 from repro.experiments.distributed.common import ALLREDUCE, AUDITED, PAPER, TABLE1
 from repro.experiments.distributed.models import PAPER_SIZE, build_model
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 
 def images_per_second(batch_size: int, steps: Sequence[int], seconds: Sequence[float]) -> dict:
@@ -102,7 +103,7 @@ def _all_layers(model):
             yield layer
 
 
-def table1(audit_models: Sequence[str], num_classes: int = 1000) -> pd.DataFrame:
+def table1(audit_models: Sequence[str] | None, num_classes: int = 1000) -> pd.DataFrame:
     """The paper's Table 1 next to the Keras models built at the paper's input size (224; InceptionV3 and
     InceptionV4 299). InceptionV4 is the paper's Inception4; InceptionV3, the throughput grids' stand-in,
     is audited beside it (the emulation reads its size from this table).
@@ -150,7 +151,8 @@ def analytic_bytes(method: str, workers: int, model_bytes: float) -> float:
     return workers * model_bytes
 
 
-def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: dict, compute_bound: dict) -> list[dict]:
+def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: DistributedParams,
+               compute_bound: dict) -> list[dict]:
     """One sweep cluster's rows: measured vs analytic bytes per step, measured vs predicted images/sec.
 
     ``compute_bound``: (method, model) -> total images/sec on loopback at the same worker count

@@ -34,13 +34,21 @@ from repro.core.progress import Progress
 from repro.experiments.distributed import runs
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
 from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED, horovod_available
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 log = logging.getLogger(__name__)
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
 
 
-def check(p: dict) -> None:
+def emulated(p: DistributedParams) -> str:
+    """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
+    if p["emulate"] is None:
+        raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
+    return p["emulate"]
+
+
+def check(p: DistributedParams) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p["emulate"], p["emulate_models"])
     if p["emulate"] is None or not p.get("dilation_check"):
@@ -61,7 +69,7 @@ def flows(method: str, n: int, ps: int) -> int:
     return 2 * ps
 
 
-def _model_bytes(p: dict, audit: pd.DataFrame) -> dict[str, float]:
+def _model_bytes(p: DistributedParams, audit: pd.DataFrame) -> dict[str, float]:
     """Bytes of each emulated model's weights, from the Table 1 audit (built at the paper's sizes)."""
     a = audit.set_index("model")
     missing = [m for m in p["emulate_models"] if m not in a.index or pd.isna(a.loc[m, "ours_params_m"])]
@@ -70,25 +78,26 @@ def _model_bytes(p: dict, audit: pd.DataFrame) -> dict[str, float]:
     return {m: 4e6 * float(a.loc[m, "ours_params_m"]) for m in p["emulate_models"]}
 
 
-def least_dilation(method: str, n: int, p: dict, link: str, cores: int) -> float:
+def least_dilation(method: str, n: int, p: DistributedParams, link: str, cores: int) -> float:
     """The least time dilation (>= 1) whose transfers ``cores`` x headroom can carry."""
     room = cores * float(hardware.machine()["headroom"])
     return max(1.0, hardware.cpu_needed(flows(method, n, p["ps"]), link, 1.0) / room)
 
 
-def footprint(method: str, n: int, p: dict) -> tuple[float, int]:
+def footprint(method: str, n: int, p: DistributedParams) -> tuple[float, int]:
     """(copies of the model, TensorFlow processes) of one emulated cluster."""
     ps = 0 if method in ("ring", "horovod") else p["ps"]
     return COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0), n + ps + (1 if ps else 0)
 
 
-def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: float | None = None) -> list[dict]:
+def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
+         available: float | None = None) -> list[dict]:
     """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
     import psutil
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, sizes = hardware.load(p["emulate"]), _model_bytes(p, audit)
+    prof, sizes = hardware.load(emulated(p)), _model_bytes(p, audit)
     out = []
     for method in p["emulate_methods"]:
         for n in p["emulate_workers"]:
@@ -105,12 +114,12 @@ def plan(p: dict, audit: pd.DataFrame, cores: int | None = None, available: floa
     return _same_baseline(out)
 
 
-def check_plan(p: dict, todo: list[dict], cores: int | None = None) -> list[dict]:
+def check_plan(p: DistributedParams, todo: list[dict], cores: int | None = None) -> list[dict]:
     """The dilation check's clusters: each method's smallest multi-worker cluster of ``todo`` again, at its
     dilation x ``dilation_check`` (refused, like any dilation, where the cores could not carry it)."""
     if not p.get("dilation_check"):
         return []
-    link, out = hardware.load(p["emulate"]).link, []
+    link, out = hardware.load(emulated(p)).link, []
     for method in p["emulate_methods"]:
         multi = [c for c in todo if c["method"] == method and c["workers"] > 1]
         if multi:
@@ -134,17 +143,17 @@ def _same_baseline(todo: list[dict]) -> list[dict]:
     return todo
 
 
-def _models(p: dict) -> list[dict]:
-    q = dict(p, models=p["emulate_models"], image_size=0)  # the paper's sizes
+def _models(p: DistributedParams) -> list[dict]:
+    q: DistributedParams = {**p, "models": p["emulate_models"], "image_size": 0}  # the paper's sizes
     return runs.model_specs(q)
 
 
-def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The emulated grid (see the module docstring); ``audit`` gives the models' sizes for the memory check."""
-    prof = hardware.load(p["emulate"])
+    prof = hardware.load(emulated(p))
     todo = plan(p, audit)
     second = check_plan(p, todo)  # refuses, like plan, before any process starts
-    q = dict(p, steps=p["emulate_steps"], warmup_steps=p["emulate_warmup_steps"])
+    q: DistributedParams = {**p, "steps": p["emulate_steps"], "warmup_steps": p["emulate_warmup_steps"]}
     models = _models(p)
     # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
     t_grad = {m["name"]: prof.t_grad(m["name"], p["batch_size"], prof.batch) for m in models}
@@ -177,9 +186,10 @@ def measure(run, p: dict, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _dilation_check(run, p: dict, q: dict, todo: list[dict], models: list[dict], t_grad: dict) -> pd.DataFrame:
+def _dilation_check(run, p: DistributedParams, q: DistributedParams, todo: list[dict], models: list[dict],
+                    t_grad: dict) -> pd.DataFrame:
     """The clusters of :func:`check_plan`, run with ``dilation_check_models`` (their summary rows)."""
-    prof, rows = hardware.load(p["emulate"]), []
+    prof, rows = hardware.load(emulated(p)), []
     chosen = [m for m in models if m["name"] in p.get("dilation_check_models", [])]
     for c in todo:
         net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
@@ -208,7 +218,7 @@ def mean_of_runs(each: pd.DataFrame) -> pd.DataFrame:
 LIMIT_WORKERS = (2, 4, 6, 8, 10, 12, 16, 20)  # the paper's PS grid went to 10 processes, Horovod to 20
 
 
-def limits(p: dict, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | None = None,
+def limits(p: DistributedParams, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | None = None,
            available: float | None = None) -> pd.DataFrame:
     """Where the emulated grid stops on this machine, and why: per method, model and worker count the
     dilation the cores need (:func:`flows`), the memory the cluster needs (refused above what is
@@ -218,7 +228,7 @@ def limits(p: dict, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | Non
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, a = hardware.load(p["emulate"]), audit.set_index("model")
+    prof, a = hardware.load(emulated(p)), audit.set_index("model")
     models = [m for m in a.index if m in prof.t_grad_s and pd.notna(a.loc[m, "ours_params_m"])]
     rows = []
     for method in ("ring", "ps_sync"):

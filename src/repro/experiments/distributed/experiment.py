@@ -67,6 +67,7 @@ from repro.experiments.distributed.common import (
     NAME,
     PAPER,
 )
+from repro.experiments.distributed.paramtypes import DistributedParams
 from repro.ml import data as _data
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class Inputs:
     horovod_missing: bool
 
 
-def _dataset_info(p: dict, models: list[dict]) -> dict:
+def _dataset_info(p: DistributedParams, models: list[dict]) -> dict:
     shape = (models[0]["image_size"],) * 2 + (3,)
     info = _data.synthetic(shape, 0, p["num_classes"], p["seed"]).info
     info.update(source=("tf.random.stateless_uniform on each worker (one fixed batch per worker, "
@@ -94,7 +95,7 @@ def _dataset_info(p: dict, models: list[dict]) -> dict:
     return info
 
 
-def _grid(run, p: dict, horovod_missing: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (method, workers) of the profile on a fresh cluster: throughput and per-worker rows."""
     summary, per_worker = [], []
     todo = [(method, n) for method in p["methods"] if not (horovod_missing and method == "horovod")
@@ -114,7 +115,7 @@ class Distributed(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> Inputs:
+    def prepare(self, p: DistributedParams) -> Inputs:
         models = runs.model_specs(p)  # bad sizes fail before anything is written
         cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
         runs.check_sweep(p)
@@ -126,7 +127,7 @@ class Distributed(harness.Experiment):
             print(f"repro: {HOROVOD_NOT_INSTALLED}; the Horovod rows say so", file=sys.stderr, flush=True)
         return Inputs(models, missing)
 
-    def measure(self, run, p: dict, inputs: Inputs) -> harness.Output:
+    def measure(self, run, p: DistributedParams, inputs: Inputs) -> harness.Output:
         run.add_dataset(_dataset_info(p, inputs.models))
         cores = os.cpu_count() or 1
         run.note("cores", cores)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from repro.core import verdicts as V
 from repro.experiments.distributed.common import PAPER_PROCESSES
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware"]
 
@@ -27,6 +28,8 @@ def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False) -> pd.DataFrame
         r = first.loc[model]
         prof, extra = hardware.load(r["hardware"]), None
         if real:
+            if prof.topology_profile is None:
+                raise hardware.ClusterError(f"hardware profile {prof.name}: no topology_profile to predict on")
             prof, extra = hardware.load(prof.topology_profile), measured.overhead_for(method)
         got = perfmodel.step(prof, model, method, int(n), int(r["batch_size"]), int(r["parameters"]), ps, extra)
         rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
@@ -47,7 +50,7 @@ def paper_scale(tp: pd.DataFrame, ps: int = 1, real: bool = False) -> pd.DataFra
     return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps, real)
 
 
-def validation(tables: dict, p: dict) -> pd.DataFrame | None:
+def validation(tables: dict, p: DistributedParams) -> pd.DataFrame | None:
     """The model against the run's emulated grid (:func:`repro.cluster.perfmodel.validate_table`); None
     where the run has no emulated grid."""
     from repro.cluster import perfmodel

@@ -40,5 +40,5 @@ def weights_digest(model) -> dict:
     arrays = [np.ascontiguousarray(v.numpy()) for v in model.trainable_weights]
     h = hashlib.sha256()
     for a in arrays:  # the bytes in place and a float64 accumulator: no copies (VGG16: 0.6 s, not 3.2)
-        h.update(memoryview(a).cast("B"))
+        h.update(a.data.cast("B"))
     return {"weights_sha256": h.hexdigest(), "weights_sum": float(sum(float(a.sum(dtype=np.float64)) for a in arrays))}

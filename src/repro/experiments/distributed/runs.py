@@ -22,6 +22,7 @@ from repro.experiments.distributed.common import (
     PROGRAMS,
 )
 from repro.experiments.distributed.models import MIN_SIZE, PAPER_SIZE
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 SWEEP_COLUMNS = ["method", "bandwidth", "bandwidth_mbps", "model", "workers", "model_mb", "measured_sent_mb_per_step",
                  "measured_received_mb_per_step", "analytic_mb_per_step", "measured_over_analytic",
@@ -33,7 +34,7 @@ SLURM_SCOPE = ("the throughput grid and the kill-a-worker runs as SLURM job step
                "emulated grid, which shape their own links, as local processes")
 
 
-def slurm_tasks(p: dict) -> int:
+def slurm_tasks(p: DistributedParams) -> int:
     """Tasks of the largest cluster the SLURM launcher runs (grid or kill-a-worker run)."""
     n = tasks = max(p["workers"])  # all-reduce: the workers
     if any(m.startswith("ps_") for m in p["methods"]):
@@ -43,7 +44,7 @@ def slurm_tasks(p: dict) -> int:
     return tasks
 
 
-def model_specs(p: dict) -> list[dict]:
+def model_specs(p: DistributedParams) -> list[dict]:
     """``{"name", "image_size"}`` per model of the profile; a one-line error for a size too small."""
     specs = []
     for m in p["models"]:
@@ -55,7 +56,7 @@ def model_specs(p: dict) -> list[dict]:
     return specs
 
 
-def check_sweep(p: dict) -> None:
+def check_sweep(p: DistributedParams) -> None:
     """One-line errors for the sweep parameters, before anything runs."""
     bws = p["sweep_bandwidths"]
     if bws is None:
@@ -67,12 +68,12 @@ def check_sweep(p: dict) -> None:
         raise ParameterError(f"parameter 'sweep_models': {missing[0]} is not among models {p['models']}")
 
 
-def _common(p: dict, models: list[dict]) -> dict:
+def _common(p: DistributedParams, models: list[dict]) -> dict:
     return {"models": models, "batch_size": p["batch_size"], "warmup_steps": p["warmup_steps"], "steps": p["steps"],
             "learning_rate": p["learning_rate"], "num_classes": p["num_classes"], "seed": p["seed"]}
 
 
-def cluster_run(method: str, workers: int, p: dict, cluster_dir: Path, network=None,
+def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Path, network=None,
                 models: list[dict] | None = None, emulate: dict | None = None) -> tuple[list[dict], list[dict]]:
     """One cluster run (all models in turn): summary rows and per-worker rows.
 
@@ -150,7 +151,7 @@ def _no_leftovers(run_dir: Path, wait: float = 10.0) -> int:
     return len(left)
 
 
-def _fault_jobs(p: dict, m: dict) -> list[tuple[str, dict]]:
+def _fault_jobs(p: DistributedParams, m: dict) -> list[tuple[str, dict]]:
     common = {"batch_size": p["batch_size"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
               "seed": p["seed"]}
     jobs = [(method, dict(program=PROGRAMS["ps_fault"], ps=p["ps"], fail_fast=False,
@@ -163,7 +164,7 @@ def _fault_jobs(p: dict, m: dict) -> list[tuple[str, dict]]:
     return jobs
 
 
-def fault_runs(p: dict, base: Path) -> pd.DataFrame:
+def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
     """Kill worker 1 of 2 mid-run, ``fault_trials`` times: async PS, sync PS as the control (fail_fast off)
     and ring all-reduce (fail_fast on), first model."""
     m = model_specs(p)[0]
@@ -195,7 +196,7 @@ def fault_runs(p: dict, base: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FAULT_COLUMNS)
 
 
-def bandwidth_sweep(p: dict, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
+def bandwidth_sweep(p: DistributedParams, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
     """Every sweep method at ``sweep_workers`` workers on each emulated bandwidth (see the chapter)."""
     if p["sweep_bandwidths"] is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
@@ -203,7 +204,7 @@ def bandwidth_sweep(p: dict, base: Path, throughput: pd.DataFrame) -> pd.DataFra
     models = [m for m in model_specs(p) if m["name"] in p["sweep_models"]]
     at_n = throughput[throughput["workers"] == n]
     compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
-    q = {**p, "steps": p["sweep_steps"], "warmup_steps": 1}
+    q: DistributedParams = {**p, "steps": p["sweep_steps"], "warmup_steps": 1}
     rows = []
     for bw in p["sweep_bandwidths"]:
         for method in p["sweep_methods"]:

@@ -26,6 +26,7 @@ from repro.experiments.distributed.common import (
     TABLE1,
 )
 from repro.experiments.distributed.models import PAPER_SIZE
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 Measured = claims.Measured
 NO = "–"  # "ours" where nothing was measured
@@ -33,7 +34,7 @@ LABEL = {"ring": "ring", "horovod": "Horovod"}
 RUNS = 1  # each (method, workers) is one timed cluster run, where the table has no `runs` column
 
 
-def workers_share_cores(p: dict, cores: int) -> bool:
+def workers_share_cores(p: DistributedParams, cores: int) -> bool:
     """True when the largest worker count has no spare core per worker, so scaling cannot show.
 
     N x threads == cores is not enough: TensorFlow's inter-op pool lets one worker use more than its
@@ -62,7 +63,7 @@ def _runs(t: pd.DataFrame) -> int:
     return int(t["runs"].min()) if "runs" in t and len(t) else RUNS
 
 
-def _grid(tables: dict, summary: dict, p: dict, models: list[str]) -> _Grid:
+def _grid(tables: dict, summary: dict, p: DistributedParams, models: list[str]) -> _Grid:
     nmax, cores = max(p["workers"]), summary["cores"]
     ratio = tables["ratios"][tables["ratios"]["model"].isin(models)]
     return _Grid(tables["throughput"][tables["throughput"]["model"].isin(models)],
@@ -234,7 +235,10 @@ def table1_row(model: str, row: dict | None) -> Measured:
     rp = row["ours_params_m"] / paper.value(PAPER, f"params_m_{ref}")
     rg = row["ours_gflops"] / paper.value(PAPER, f"gflops_{ref}")
     note = f"ours/paper: parameters {rp:.3f}, GFLOPs {rg:.3f}"
-    lo, hi = claims.load(NAME)[f"table1_{ref}"].band
+    band = claims.load(NAME)[f"table1_{ref}"].band
+    if band is None:
+        raise claims.ClaimsError(f"distributed/claims.yaml: table1_{ref} needs a band")
+    lo, hi = band
     if not lo <= rp <= hi:  # the parameters disagree: say what was counted
         note += (f"; Table 1 {ref} parameters ({paper.value(PAPER, f'params_m_{ref}'):g} M) against "
                  f"{row['ours_params_m']:.1f} M counted by Keras for {model} at {PAPER_SIZE[model]} px "
@@ -299,7 +303,7 @@ def _emulated_grid(tp: pd.DataFrame, basis: str) -> _Grid:
                  int(workers[0]), False, "", _runs(tp), basis)
 
 
-def _beside_model(f, m: Measured, tables: dict, p: dict) -> str:
+def _beside_model(f, m: Measured, tables: dict, p: DistributedParams) -> str:
     """What the analytic model predicts for finding ``f`` at the emulated grid's own points, the emulation's
     deviation from it, and whether the model alone implies the emulated verdict."""
     tp, ps = tables["emulated_throughput"], int(p.get("ps", 1))
@@ -320,7 +324,7 @@ def _in_words(profile: str) -> str:
     return prof.in_words or f"{prof.name}'s t_grad and {prof.link} links"
 
 
-def _paper_n_note(tables: dict, p: dict, nmax: int) -> str:
+def _paper_n_note(tables: dict, p: DistributedParams, nmax: int) -> str:
     """The emulated Horovod / sync PS ratio is at the grid's N, not the paper's: the model's at N = 10."""
     pred = modelbasis.paper_scale(tables["emulated_throughput"], int(p.get("ps", 1)))
     r = arithmetic.ratios(pred)
@@ -329,7 +333,7 @@ def _paper_n_note(tables: dict, p: dict, nmax: int) -> str:
     return f"N = {nmax} is not the paper's N (the model gives {at.min():.1f}-{at.max():.1f} at N = {n})"
 
 
-def emulated(tables: dict, p: dict, undecided: dict | None = None) -> dict[str, Measured]:
+def emulated(tables: dict, p: DistributedParams, undecided: dict | None = None) -> dict[str, Measured]:
     """The findings the emulated grid decides (basis ``emulated``, the hardware profile named), each with
     the analytic model's prediction beside it; a finding it cannot decide (gated) is left to the real
     runs, and its reason goes to ``undecided``."""
@@ -394,7 +398,7 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
         was.basis, was.runs = "model", 0
     changed = was is not None and was.gate is None and \
         claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
-    said = f"the emulated profile's model said otherwise: {was.ours}" if changed else ""
+    said = f"the emulated profile's model said otherwise: {was.ours}" if changed and was is not None else ""
     m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val), modelbasis.external_text(methods, external),
                                    said) if x)
     m.evidence = "distributed-model-paper-scale"
@@ -435,7 +439,7 @@ def _model_judge(cid: str, pred: pd.DataFrame) -> Measured:
     return MODEL_JUDGES[cid](_emulated_grid(t, "model"))
 
 
-def model_findings(tables: dict, p: dict) -> dict[str, Measured]:
+def model_findings(tables: dict, p: DistributedParams) -> dict[str, Measured]:
     """:func:`model_finding` of every claim of :data:`MODEL_FINDINGS` for a run's tables: the model of the
     cluster's real topology decides, the emulated profile's model is shown beside it where they differ."""
     val = modelbasis.validation(tables, p)
@@ -446,7 +450,7 @@ def model_findings(tables: dict, p: dict) -> dict[str, Measured]:
     return {cid: model_finding(cid, pred, val, old=old) for cid in MODEL_FINDINGS}
 
 
-def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict[str, Measured]:
+def measurements(tables: dict, summary: dict, p: DistributedParams, provenance: dict) -> dict[str, Measured]:
     """One :class:`~repro.core.claims.Measured` per claim id, from what the run wrote (the emulated
     grid, where the profile has one, decides the findings it can; the model, the paper's N)."""
     # the paper's findings are about its models: the smoke profile's tiny CNN is left out of them
@@ -460,12 +464,13 @@ def measurements(tables: dict, summary: dict, p: dict, provenance: dict) -> dict
                for k in FINDINGS if k != "fault_tolerance"}
     if provenance.get("horovod") == HOROVOD_NOT_INSTALLED:
         out["horovod"] = Measured(NO, gate=V.not_measured(HOROVOD_NOT_INSTALLED))
-    undecided = {}
+    undecided: dict[str, str] = {}
     for cid, m in emulated(tables, p, undecided).items():
         if cid not in FORCED_BY_EMULATION or out[cid].gate:  # what real runs decided, the emulation cannot overturn
             out[cid] = m
     for cid, why in undecided.items():  # neither grid measured it: the ledger says why for both
-        if out[cid].gate and out[cid].gate.category is V.Category.NOT_MEASURED and not models:
+        gate = out[cid].gate
+        if gate is not None and gate.category is V.Category.NOT_MEASURED and not models:
             out[cid].gate = V.not_measured(f"real runs: only the tiny smoke model; emulated grid: {why}")
     out["fault_tolerance"] = fault_tolerance(tables.get("faults"))
     audit = tables["table1"].set_index("model")

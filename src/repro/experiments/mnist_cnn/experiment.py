@@ -13,6 +13,7 @@ from repro.book import plots
 from repro.core import claims, harness, paper
 from repro.core import verdicts as V
 from repro.core.harness import Result
+from repro.experiments.mnist_cnn.paramtypes import MnistCnnParams
 from repro.ml import data as _data
 from repro.ml import models, optim, training
 
@@ -82,10 +83,10 @@ class MnistCnn(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> _data.Dataset:
+    def prepare(self, p: MnistCnnParams) -> _data.Dataset:
         return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=p["seed"])
 
-    def measure(self, run, p: dict, ds: _data.Dataset) -> harness.Output:
+    def measure(self, run, p: MnistCnnParams, ds: _data.Dataset) -> harness.Output:
         run.add_dataset(ds.info)
         run.note("device", training.device_summary())
         histories, repeats = [], []
@@ -115,7 +116,7 @@ class MnistCnn(harness.Experiment):
             result.summary, result.params, result.provenance["datasets"][0], trained_with(result.params), runs)})
 
 
-def train_once(ds: _data.Dataset, p: dict, seed: int) -> tuple[pd.DataFrame, int]:
+def train_once(ds: _data.Dataset, p: MnistCnnParams, seed: int) -> tuple[pd.DataFrame, int]:
     """One training with ``seed``: its per-epoch history and the model's parameter count."""
     import keras
 

@@ -26,6 +26,7 @@ import shutil
 import pandas as pd
 
 from repro.core import claims, harness
+from repro.experiments.optimizers.paramtypes import OptimizersParams
 from repro.ml import data as _data
 from repro.ml import training
 
@@ -53,7 +54,7 @@ __all__ = ["NAME", "OPTIMIZERS", "LABELS", "EXPERIMENT", "run", "build_model", "
            "glue_numbers", "plot_curves", "plot_overlay", "plot_sensitivity", "summary_table"]
 
 
-def _device(p: dict) -> dict:
+def _device(p: OptimizersParams) -> dict:
     """The device, and the mixed-precision policy set on it (only on a GPU)."""
     device = training.device_summary()
     if p["mixed_precision"]:
@@ -72,11 +73,11 @@ class Optimizers(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> _data.Dataset:
+    def prepare(self, p: OptimizersParams) -> _data.Dataset:
         check_trainer(p)
         return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=0)
 
-    def measure(self, run, p: dict, ds: _data.Dataset) -> harness.Output:
+    def measure(self, run, p: OptimizersParams, ds: _data.Dataset) -> harness.Output:
         """Train every optimizer (both variants, every seed); see the module docstring."""
         run.add_dataset(ds.info)
         run.note("device", _device(p))

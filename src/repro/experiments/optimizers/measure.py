@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 from repro.core.params import ParameterError
+from repro.experiments.optimizers.paramtypes import OptimizersParams
 from repro.ml import data as _data
 from repro.ml import models, optim, training
 
 
-def build_model(p: dict, input_shape, num_classes: int, optimizer: str, learning_rate: float, seed: int):
+def build_model(p: OptimizersParams, input_shape, num_classes: int, optimizer: str, learning_rate: float, seed: int):
     import keras
 
     keras.utils.set_random_seed(seed)  # the same initial weights for every optimizer at a given seed
@@ -23,7 +24,7 @@ def build_model(p: dict, input_shape, num_classes: int, optimizer: str, learning
     return optim.compile_classifier(model, optimizer, learning_rate, p["momentum"])
 
 
-def checkpoint_root(run_dir: Path, p: dict) -> Path:
+def checkpoint_root(run_dir: Path, p: OptimizersParams) -> Path:
     """Where this parameter set's per-epoch checkpoints live (shared by reruns of the same parameters)."""
     key = {k: v for k, v in p.items() if k != "resume"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -41,14 +42,14 @@ def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dat
     return _data.Dataset(ds.x_train[train], ds.y_train[train], ds.x_train[val], ds.y_train[val], info)
 
 
-def check_trainer(p: dict) -> None:
+def check_trainer(p: OptimizersParams) -> None:
     """``trainer: fused`` compiles with JAX: one line naming the parameter on another backend."""
     if p.get("trainer", "fit") == "fused" and training.backend() != "jax":
         raise ParameterError(f"parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only; this is "
                              f"{training.backend()} (use trainer: fit)")
 
 
-def train_group(p: dict, ds: _data.Dataset, jobs: list[tuple], epochs: int) -> list[pd.DataFrame]:
+def train_group(p: OptimizersParams, ds: _data.Dataset, jobs: list[tuple], epochs: int) -> list[pd.DataFrame]:
     """One history per job ``(optimizer, learning rate, checkpoint dir, label, seed)``: one after another with
     ``model.fit`` (``trainer: fit``) or all at once in one compiled program (``fused``: every optimizer and
     seed of the group stacked, :mod:`repro.ml.fused`)."""
@@ -71,7 +72,7 @@ def train_group(p: dict, ds: _data.Dataset, jobs: list[tuple], epochs: int) -> l
                          checkpoint_dir=ckpt, log_prefix=f"[{label}] ") for opt, lr, ckpt, label, seed in jobs]
 
 
-def tune(p: dict, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
+def tune(p: OptimizersParams, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
     """Learning-rate search per optimizer on the validation split; one row per (optimizer, lr)."""
     val_ds = validation_split(ds, p["validation_fraction"], p["seeds"][0])
     seed = p["seeds"][0]
@@ -90,7 +91,7 @@ def tune(p: dict, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
     return table
 
 
-def train_all(p: dict, ds: _data.Dataset, plan: list[tuple[str, dict]], ckpt_root: Path) -> pd.DataFrame:
+def train_all(p: OptimizersParams, ds: _data.Dataset, plan: list[tuple[str, dict]], ckpt_root: Path) -> pd.DataFrame:
     """Every (variant, seed, optimizer) of ``plan`` ([(variant, {optimizer: learning rate})]): the history."""
     frames = []
     done: dict[tuple, pd.DataFrame] = {}

@@ -10,6 +10,7 @@ from repro.core import paper
 from repro.core import verdicts as V
 
 from .common import LABELS, NAME
+from .paramtypes import OptimizersParams
 
 # optimizer -> the claim about its final test accuracy (shared variant)
 ACCURACY_CLAIMS = {"sgd": "sgd_accuracy", "momentum": "momentum_accuracy", "nesterov": "nesterov_accuracy",
@@ -18,7 +19,7 @@ ACCURACY_CLAIMS = {"sgd": "sgd_accuracy", "momentum": "momentum_accuracy", "nest
 NO_HARDWARE = V.not_comparable("the paper's hardware is not stated")
 
 
-def comparable(params: dict, dataset: dict) -> tuple[bool, str]:
+def comparable(params: OptimizersParams, dataset: dict) -> tuple[bool, str]:
     """Is this run the paper's protocol (CIFAR-10, 50k train, 150 epochs)? If not, why not."""
     paper_epochs = int(paper.value("polishchuk2019", "epochs"))
     paper_train = int(paper.value("polishchuk2019", "train_images"))
@@ -63,7 +64,7 @@ def top_two(s: pd.DataFrame) -> set[str]:
     return set(s.sort_values("final_accuracy", ascending=False).index[:2])
 
 
-def measurements(summary: pd.DataFrame, params: dict, dataset: dict) -> dict[str, _claims.Measured]:
+def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> dict[str, _claims.Measured]:
     """One :class:`~repro.core.claims.Measured` per claim id, from the ``summary`` table of a run."""
     ok, why = comparable(params, dataset)
     gate = None if ok else V.not_comparable(why)
@@ -93,13 +94,13 @@ def measurements(summary: pd.DataFrame, params: dict, dataset: dict) -> dict[str
     return out
 
 
-def ledger(summary: pd.DataFrame, params: dict, dataset: dict) -> pd.DataFrame:
+def ledger(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> pd.DataFrame:
     """The ledger of these measurements (the harness writes the same one), indexed by claim id."""
     frame = _claims.ledger(NAME, measurements(summary, params, dataset))
     return frame.set_axis(list(_claims.load(NAME)), axis=0)
 
 
-def compare_with_paper(summary: pd.DataFrame, params: dict, dataset: dict) -> pd.DataFrame:
+def compare_with_paper(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> pd.DataFrame:
     """The paper's reported results next to our `shared` run, the ledger's verdict per optimizer."""
     verdicts = ledger(summary, params, dataset)
     s = shared(summary)
@@ -114,7 +115,10 @@ def compare_with_paper(summary: pd.DataFrame, params: dict, dataset: dict) -> pd
 
 def conclusions(summary: pd.DataFrame) -> pd.DataFrame:
     """The paper's conclusion tested on our data, for the shared and the tuned variant (yes/no per variant)."""
-    close = _claims.load(NAME)["nadam_close"].band[1]
+    band = _claims.load(NAME)["nadam_close"].band
+    if band is None:
+        raise _claims.ClaimsError("optimizers/claims.yaml: nadam_close needs a band")
+    close = band[1]
     rows = []
     for variant in ("shared", "tuned"):
         s = summary[summary["variant"] == variant].set_index("optimizer")

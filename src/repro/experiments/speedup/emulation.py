@@ -34,6 +34,7 @@ from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup import rounding
+from repro.experiments.speedup.paramtypes import SpeedupParams
 from repro.experiments.speedup.programs import NULL_NETWORK as NULL
 
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
@@ -66,17 +67,28 @@ class Emulation:
         return out
 
 
-def params_for(p: dict) -> dict:
+def emulated(p: SpeedupParams) -> str:
+    """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
+    if p["emulate"] is None:
+        raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
+    return p["emulate"]
+
+
+def params_for(p: SpeedupParams) -> SpeedupParams:
     """The measuring parameters of the emulated grid (what :mod:`~repro.experiments.speedup.measure` reads)."""
-    link = hardware.load(p["emulate"]).link
-    return dict(p, measure_networks=p["emulate_networks"], measure_workers=p["emulate_workers"],
-                measure_servers=p["emulate_servers"], measure_modes=p["emulate_modes"],
-                measure_batch=p["emulate_batch"], measure_batches=p["emulate_batches"],
-                measure_image_size=p["input_size"], measure_classes=p["num_classes"],
-                probe_links=[link], train_link=link)
+    link = hardware.load(emulated(p)).link
+    return {**p, "measure_networks": p["emulate_networks"], "measure_workers": p["emulate_workers"],
+            "measure_servers": p["emulate_servers"], "measure_modes": p["emulate_modes"],
+            "measure_batch": p["emulate_batch"], "measure_batches": p["emulate_batches"],
+            "measure_image_size": p["input_size"], "measure_classes": p["num_classes"],
+            "probe_links": [link], "train_link": link}
 
 
-def check(p: dict) -> None:
+def replay_params(q: SpeedupParams, p: SpeedupParams) -> SpeedupParams:  # the grid's, at the replay's batches
+    return {**q, "measure_batches": p["replay_batches"], "measure_modes": p["replay_modes"]}
+
+
+def check(p: SpeedupParams) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p["emulate"], p["emulate_networks"])
     if p["emulate"] is None:
@@ -89,7 +101,7 @@ def check(p: dict) -> None:
             raise ParameterError("parameter 'replay_networks': the replay re-runs the distributed-server cluster "
                                  "of the emulated grid (emulate_servers needs distributed, emulate_networks these "
                                  f"networks), got {p['replay_networks']}")
-        sm.check(dict(params_for(p), measure_batches=p["replay_batches"], measure_modes=p["replay_modes"]))
+        sm.check(replay_params(params_for(p), p))
 
 
 def flows(server: str, n: int, modes: list[str], ps_on_workers: bool = False) -> int:
@@ -101,7 +113,7 @@ def flows(server: str, n: int, modes: list[str], ps_on_workers: bool = False) ->
     return 2 * n if "async" in modes or ps_on_workers else n
 
 
-def plan(p: dict, emu: Emulation, sizes: dict[str, int], workers=None, factor: float = 1.0) -> list[dict]:
+def plan(p: SpeedupParams, emu: Emulation, sizes: dict[str, int], workers=None, factor: float = 1.0) -> list[dict]:
     """Every cluster of the emulated grid with its networks and dilation; refuses before any process starts.
 
     ``sizes``: bytes of each network's weights. A given ``dilation`` that would need more CPU
@@ -188,14 +200,14 @@ def dilation_check(main: pd.DataFrame, again: pd.DataFrame, t_grad: dict, d: int
     return out
 
 
-def setup(p: dict) -> Emulation:
-    prof = hardware.load(p["emulate"])
+def setup(p: SpeedupParams) -> Emulation:
+    prof = hardware.load(emulated(p))
     mean = float(np.mean([prof.t_grad(m) for m in p["emulate_networks"]]))
     return Emulation(profile=prof, cores=os.cpu_count() or 1, extra_t_grad={NULL: mean},
                      probe_dilation=max(1.0, p["dilation"]))
 
 
-def measure(run, p: dict, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
+def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
     """The emulated grid, its checks and its comparison with both models (tables named in the module docstring)."""
     emu, q = setup(p), params_for(p)
     todo = plan(p, emu, sizes)  # refuses (CPU, memory) before any process starts
@@ -223,13 +235,13 @@ def measure(run, p: dict, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def replay(p: dict, emu: Emulation, q: dict, base, todo: list[dict]) -> pd.DataFrame:
+def replay(p: SpeedupParams, emu: Emulation, q: SpeedupParams, base, todo: list[dict]) -> pd.DataFrame:
     """The distributed-server cluster with the most workers, for ``replay_networks`` in ``replay_modes``,
     ``replay_repeats`` times at D = ``replay_batches``, each a new cluster at the grid's dilation for it;
     one row per run, with its speedup D t_grad / seconds."""
     n = max(p["emulate_workers"])
     k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)
-    r = dict(q, measure_batches=p["replay_batches"], measure_modes=p["replay_modes"])
+    r = replay_params(q, p)
     cluster_ = [{"server": "distributed", "workers": n, "networks": list(p["replay_networks"]), "dilation": k}]
     out = pd.concat([sm.runs(r, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
                      for i in range(p["replay_repeats"])], ignore_index=True)

@@ -21,6 +21,7 @@ ledger is judged from ``predictions`` and ``measured_vs_predicted`` alone.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pandas as pd
 
@@ -39,13 +40,14 @@ from repro.experiments.speedup.equations import (
 )
 from repro.experiments.speedup.estimate_cli import add_cli
 from repro.experiments.speedup.parameters import parameter_table
+from repro.experiments.speedup.paramtypes import SpeedupParams
 from repro.experiments.speedup.plots import plot_predictions
 from repro.experiments.speedup.statements import NAME
 
 __all__ = ["NAME", "EXPERIMENT", "run", "add_cli", "plot_predictions", "glue_numbers", "summarise", "emulated_reported"]
 
 
-def _measure(run, p: dict) -> dict[str, pd.DataFrame]:
+def _measure(run, p: SpeedupParams) -> dict[str, pd.DataFrame]:
     """Probes, distributed runs and both models' predictions (:mod:`repro.experiments.speedup.measure`)."""
     cores = os.cpu_count() or 1
     run.note("cores", cores)
@@ -88,11 +90,11 @@ def _emulated_summary(tables: dict) -> dict:
     return out
 
 
-def summarise(grid: pd.DataFrame, p: dict) -> dict:
+def summarise(grid: pd.DataFrame, p: SpeedupParams) -> dict:
     """Headline numbers: the predicted best configuration per network (the claim counts are
     :meth:`Speedup.verdict_views`')."""
     thesis = grid[grid["server"].isin(SERVERS)]
-    out = {"batches": p["batches"], "best": {}}
+    out: dict[str, Any] = {"batches": p["batches"], "best": {}}
     for net, sub in thesis.groupby("network", sort=False):
         best = sub.loc[sub["speedup"].idxmax()]
         out["best"][net] = {"speedup": float(best["speedup"]), "mode": best["mode"], "server": best["server"],
@@ -118,7 +120,7 @@ class Speedup(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> pd.DataFrame:
+    def prepare(self, p: SpeedupParams) -> pd.DataFrame:
         """Thesis Table 6.1; with ``measure``, one-line errors for the measuring configuration before any run."""
         if p["measure"]:
             sm.check(p)
@@ -129,7 +131,7 @@ class Speedup(harness.Experiment):
             slurm.preflight(sm.slurm_tasks(p))
         return table_6_1(p["networks"])
 
-    def measure(self, run, p: dict, table: pd.DataFrame) -> harness.Output:
+    def measure(self, run, p: SpeedupParams, table: pd.DataFrame) -> harness.Output:
         run.note("inputs", "t_grad and t_comm of thesis Table 6.1 (repro/paperdata/reported.csv); no dataset is used")
         limits = {net: (p["max_workers_vgg16e"] if net == "VGG16E" else p["max_workers"]) for net in p["networks"]}
         grid = predict_grid(table, p["batches"], limits, semaphore=p["semaphore"], rounding=p["rounding"])

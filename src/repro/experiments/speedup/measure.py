@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,7 @@ from repro.book import plots as book_plots
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
 from repro.experiments.speedup import equations as eq
+from repro.experiments.speedup.paramtypes import SpeedupParams
 
 log = logging.getLogger(__name__)
 
@@ -164,13 +166,13 @@ SLURM_SCOPE = ("the probe and training clusters on link 'loopback' (no emulated 
                "cluster's own network; clusters on an emulated link and the emulated ones as local processes")
 
 
-def launcher(p: dict, network) -> str:
+def launcher(p: SpeedupParams, network) -> str:
     """The profile's launcher for a cluster without an emulated link; a cluster that shapes its own links
     runs locally whatever the launcher."""
     return p["launcher"] if network is None else "local"
 
 
-def slurm_tasks(p: dict) -> int:
+def slurm_tasks(p: SpeedupParams) -> int:
     """Tasks of the largest measured cluster the SLURM launcher would run (0: none would)."""
     if p["launcher"] != "slurm" or "loopback" not in p["probe_links"]:
         return 0
@@ -179,7 +181,7 @@ def slurm_tasks(p: dict) -> int:
     return max(3, train)
 
 
-def check(p: dict) -> None:
+def check(p: SpeedupParams) -> None:
     """One-line errors for a measuring configuration, before anything runs."""
     for n in p["measure_workers"]:
         if "sync-split" in p["measure_modes"] and p["measure_batch"] % n:
@@ -193,7 +195,7 @@ def check(p: dict) -> None:
                              f"{p['probe_links']} (its probe gives the predictions' inputs)")
 
 
-def probes(p: dict, base: Path, emu=None) -> pd.DataFrame:
+def probes(p: SpeedupParams, base: Path, emu=None) -> pd.DataFrame:
     """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network.
 
     ``emu`` (:class:`repro.experiments.speedup.emulation.Emulation`): the link runs dilated, times
@@ -229,7 +231,7 @@ def _stat_cols(st: dict, dilation: float = 1.0) -> dict:
             "max_s": st["max"] / k, "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
 
 
-def runs(p: dict, base: Path, emu=None, plan=None, tag: str = "train") -> pd.DataFrame:
+def runs(p: SpeedupParams, base: Path, emu=None, plan=None, tag: str = "train") -> pd.DataFrame:
     """One training cluster per (server, N): every network and mode; wall time of D batches.
 
     ``emu``: emulated compute; ``plan`` (from ``emu.plan``) gives each cluster its networks and
@@ -289,7 +291,8 @@ def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch
     return float(sel[column].iloc[0])
 
 
-def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: dict, cores: int, emulated: bool = False) -> pd.DataFrame:
+def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: SpeedupParams, cores: int,
+            emulated: bool = False) -> pd.DataFrame:
     """Measured time and speedup next to the thesis' and the extended model's, per configuration.
 
     ``emulated``: every worker has its own emulated GPU (no core contention, no CPU bound) and
@@ -413,7 +416,7 @@ def measured_claims(cmp: pd.DataFrame, said: dict) -> dict:
 
 def _model_claims(plain: pd.DataFrame, said: dict) -> dict:
     """The thesis model's accuracy on the central server, and its trend in N on the distributed one."""
-    out = {}
+    out: dict[str, Any] = {}
     central = plain[plain["server"] == "central"]
     if central.empty:
         return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import pandas as pd
 
 from repro.core import paper
@@ -30,7 +32,7 @@ def parameter_table(input_size: int, num_classes: int, networks=NETWORKS) -> pd.
     table = table_6_1(networks).set_index("network")
     rows = []
     for net in networks:
-        build = models.SLAMPA2017_NETWORKS[net]
+        build: Callable[..., Any] = models.SLAMPA2017_NETWORKS[net]
         counts = {}
         for key, size, classes in (("ours_1000", 224, 1000), ("ours", input_size, num_classes)):
             kwargs = {"side_classifiers": False} if net == "GoogLeNet" else {}

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any, Callable
 
 from repro.cluster import context
 from repro.cluster.ps_trainer import PSTrainer, ps_strategy
@@ -78,7 +79,7 @@ def build_network(name: str, image_size: int, num_classes: int):
 
         return keras.Sequential([keras.Input((image_size, image_size, 3)), keras.layers.GlobalAveragePooling2D(),
                                  keras.layers.Dense(num_classes, activation="softmax")])
-    build = models.SLAMPA2017_NETWORKS[name]
+    build: Callable[..., Any] = models.SLAMPA2017_NETWORKS[name]
     if name == "GoogLeNet":
         return build(image_size, num_classes, side_classifiers=NETWORK_SIDE_CLASSIFIERS)
     return build(image_size, num_classes)
@@ -170,8 +171,9 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
         ps_vars = [tf.Variable(tf.zeros(v.shape, v.value.dtype)) for v in tvars]
         ps_scalar = tf.Variable(0.0)
 
-    out = {"network": network, "image_size": image_size, "parameters": int(sum(np.prod(v.shape) for v in tvars)),
-           "bytes": nbytes, "tensors": len(tvars), "t_grad": {}}
+    out: dict[str, Any] = {"network": network, "image_size": image_size,
+                           "parameters": int(sum(np.prod(v.shape) for v in tvars)),
+                           "bytes": nbytes, "tensors": len(tvars), "t_grad": {}}
     for b in batch_sizes:
         with tf.device(worker):
             x, y = synthetic_batch(b, image_size, num_classes, seed)

@@ -115,12 +115,13 @@ def _where(row) -> str:
 def _expected(claim: dict) -> str:
     """What the statement says, in the words of its check (the reason of an 'inconsistent' row)."""
     kind, exp = claim["check"], claim.get("expect")
+    where: dict = exp if isinstance(exp, dict) else {}  # best_config's expectation
     if kind in ("all", "any"):
         return f"S {claim['op']} {claim['value']:g} {'everywhere' if kind == 'all' else 'somewhere'}"
     if kind == "best_workers":
         return f"the best N = {exp}"
     if kind == "best_config":
-        return "the best at " + ", ".join(f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in exp.items())
+        return "the best at " + ", ".join(f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in where.items())
     if kind == "servers_equal":
         return "central and distributed about equal everywhere"
     return "distributed >= central everywhere"

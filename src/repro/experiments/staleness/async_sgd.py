@@ -176,7 +176,7 @@ class _ParameterServer:
         server.reset(init_weights)
         self.server, self.reader, self.S, self.keep, self.trace = server, reader, soft_sync, keep, trace
         self.snapshots = {0: [np.array(w, copy=True) for w in init_weights]}
-        self.reader_version = None
+        self.reader_version: int | None = None
         self.group: list = []
         self.arrivals = 0
         self.res = AsyncResult()

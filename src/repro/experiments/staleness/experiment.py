@@ -55,6 +55,7 @@ from repro.experiments.staleness.logs import (  # noqa: F401
     staleness_distribution,
     staleness_summary,
 )
+from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.plots import (  # noqa: F401
     period_table,
     plot_accuracy_vs_period,
@@ -82,12 +83,12 @@ class Staleness(harness.Experiment):
 
     name = NAME
 
-    def prepare(self, p: dict) -> _data.Dataset:
+    def prepare(self, p: StalenessParams) -> _data.Dataset:
         ds = _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=0)
         check_params(p, ds.info["n_train"])
         return ds
 
-    def measure(self, run, p: dict, ds: _data.Dataset) -> harness.Output:
+    def measure(self, run, p: StalenessParams, ds: _data.Dataset) -> harness.Output:
         run.add_dataset(ds.info)
         run.note("device", training.device_summary())
         t_start = time.perf_counter()

@@ -24,6 +24,7 @@ from repro.experiments.staleness.logs import (
     staleness_distribution,
     staleness_summary,
 )
+from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.threads import threaded_async_run
 from repro.ml import models
 
@@ -39,10 +40,9 @@ def log(msg: str) -> None:
     logging.getLogger(__name__).info(msg)
 
 
-def check_params(p: dict, n_train: int) -> None:
+def check_params(p: StalenessParams, n_train: int) -> None:
     """Cross-parameter checks the schema cannot express (one-line :class:`ParameterError`)."""
-    for key in ("workers", "state_workers"):
-        n_max = max(p[key]) if isinstance(p[key], list) else p[key]
+    for key, n_max in (("workers", max(p["workers"])), ("state_workers", p["state_workers"])):
         if n_train // n_max < p["batch_size"]:
             raise ParameterError(
                 f"parameter '{key}': {n_train} training examples give each of {n_max} workers fewer than one "
@@ -55,7 +55,7 @@ class Models:
     """Trainers (one per model, optimizer, learning rate and tag) and initial weights (one per seed and
     model), built once: a trainer's steps are traced once however many configurations it trains."""
 
-    def __init__(self, p: dict, ds):
+    def __init__(self, p: StalenessParams, ds):
         self.p, self.ds = p, ds
         self._trainers: dict = {}
         self._inits: dict = {}

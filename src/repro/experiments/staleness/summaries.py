@@ -7,6 +7,7 @@ import pandas as pd
 
 from repro.core import paper
 from repro.experiments.staleness.async_sgd import MITIGATIONS
+from repro.experiments.staleness.paramtypes import StalenessParams
 
 
 def paper_period() -> tuple[int, int]:
@@ -21,7 +22,7 @@ def _mean_sd(df: pd.DataFrame, keys: list[str], value: str = "test_accuracy") ->
     return out
 
 
-def period_summary(avg_final: pd.DataFrame, p: dict) -> pd.DataFrame:
+def period_summary(avg_final: pd.DataFrame, p: StalenessParams) -> pd.DataFrame:
     grid = avg_final[avg_final["part"] == "grid"]
     out = _mean_sd(grid, ["workers", "period"])
     extra = grid.groupby(["workers", "period"])[["rounds", "comm_mb"]].mean().reset_index()

@@ -26,6 +26,7 @@ from repro.core import claims, paper
 from repro.core import verdicts as V
 from repro.core.claims import Claim, Measured
 from repro.experiments.staleness.async_sgd import GEOMETRIC_CAP, MITIGATIONS, staleness_scale
+from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.study import EQUIVALENCE_STEPS
 from repro.experiments.staleness.summaries import paper_period
 
@@ -71,7 +72,7 @@ IDENTITY = ("an identity of plain SGD: the mean of N workers' steps on N minibat
             "the run confirms our averaging code")
 
 
-def equivalence(summary: dict, params: dict) -> dict:
+def equivalence(summary: dict, params: StalenessParams) -> dict:
     """The k = 1 check as the run recorded it (where the summary lacks it: rebuilt from the parameters
     and the summary)."""
     if "equivalence" in summary:
@@ -92,7 +93,7 @@ def equivalence_measure(eq: dict) -> Measured:
                     note=IDENTITY if ok else f"max difference {diff:.1e} > {tol:.0e}")
 
 
-def cheap_reason(params: dict, provenance: dict) -> str | None:
+def cheap_reason(params: StalenessParams, provenance: dict) -> str | None:
     """Why the run is too small to judge accuracy or measured staleness (None: it is not)."""
     if not params["pipeline_check"]:
         return None
@@ -100,7 +101,7 @@ def cheap_reason(params: dict, provenance: dict) -> str | None:
     return f"{provenance['profile']} profile: {params['epochs']} epoch(s) on {n_train:,} images, a pipeline check"
 
 
-def _averaging(t: dict, summary: dict, p: dict, runs: int) -> dict[str, Measured]:
+def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[str, Measured]:
     """A round per minibatch, the k = 1 equivalence, optimizer-state traffic."""
     out = {"k1_equals_single_machine": equivalence_measure(equivalence(summary, p))}
     ps = t["period_summary"]
@@ -182,7 +183,7 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     return Measured(ours=ours, holds=True, runs=runs, note=f"acceptable at k = {tested} for every N > 1")
 
 
-def state_measure(ss: pd.DataFrame, p: dict, runs: int) -> Measured:
+def state_measure(ss: pd.DataFrame, p: StalenessParams, runs: int) -> Measured:
     """Weights+state vs weights-only accuracy, reported; the claim is about network load (not comparable)."""
     if not len(ss):
         return _none("no state comparison in this profile", V.not_measured("no state_periods in this profile"))
@@ -329,11 +330,11 @@ def staleness_reduction(ms: pd.DataFrame, es: pd.DataFrame | None, variant: str,
     if not parts:
         return _none("–", V.not_measured("no mitigation run with tau > 0 in this profile"))
     what = "step-weighted mean staleness" if weighted else "mean staleness"
-    ours = f"{what}, plain async SGD -> {variant} ({dist} delays): " + "; ".join(parts) + "; " + "; ".join(acc)
+    text = f"{what}, plain async SGD -> {variant} ({dist} delays): " + "; ".join(parts) + "; " + "; ".join(acc)
     why = (f"true by construction of the emulation: {REDUCED_BY[variant]}; {injected(dist)}" if ok else
            f"{what} not below plain async SGD's at every tau, against the emulation's own rule "
            f"({REDUCED_BY[variant]}): a fault of the emulation, not a finding; {injected(dist)}")
-    return Measured(ours=ours, holds=ok, basis="emulated", runs=runs, gate=V.not_comparable(why))
+    return Measured(ours=text, holds=ok, basis="emulated", runs=runs, gate=V.not_comparable(why))
 
 
 def _best_at(at: pd.DataFrame, c: Claim) -> tuple[str, str, bool]:
@@ -388,7 +389,7 @@ def combined_best(ms: pd.DataFrame, runs: int) -> Measured:
     return Measured(ours=ours, holds=True, basis="emulated", runs=runs)
 
 
-def _mitigations(t: dict, p: dict, runs: int) -> dict[str, Measured]:
+def _mitigations(t: dict, p: StalenessParams, runs: int) -> dict[str, Measured]:
     ms = t["mitigation_summary"]
     missing = V.not_measured("no mitigation run with tau > 0 in this profile")
     out = {cid: _none("–", missing) for cid in (*MITIGATION_IDS.values(), "scaling_soft_sync_best")}
@@ -440,7 +441,7 @@ def one_machine_measure(t: dict, runs: int) -> Measured:
         f"with free communication {lead}; whether communication eats a lead or widens a gap is not measured"))
 
 
-def measurements(tables: dict, summary: dict, params: dict, provenance: dict) -> dict[str, Measured]:
+def measurements(tables: dict, summary: dict, params: StalenessParams, provenance: dict) -> dict[str, Measured]:
     """One measurement per claim id of ``claims.yaml``, from what the run wrote."""
     runs, cheap = len(params["seeds"]), cheap_reason(params, provenance)
     out = {"data_parallel_preferred": _none("only data parallelism is implemented here",
