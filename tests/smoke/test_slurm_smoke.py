@@ -53,6 +53,15 @@ def _squeue() -> str:
     return subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
 
 
+def _squeue_after_salloc(wait_s: float = 20.0) -> str:
+    """squeue once salloc's own allocation has finished completing (salloc, not the launcher, ends it: SLURM
+    may list it as CG for a moment after salloc returns)."""
+    deadline = time.monotonic() + wait_s
+    while (out := _squeue()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return out
+
+
 def _state(job: str) -> str:
     out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True).stdout
     return next((kv.split("=", 1)[1] for kv in out.split() if kv.startswith("JobState=")), "")
@@ -105,7 +114,7 @@ def test_inside_an_allocation_the_clusters_are_srun_steps(testbed, tmp_path):
     assert line.startswith("srun in allocation ")
     job = line.split()[3]
     assert line.endswith(f"['{job}.0']")  # a step of the allocation, not a job of its own
-    assert _squeue() == ""
+    assert _squeue_after_salloc() == ""
 
 
 def test_scancel_of_a_worker_step(testbed, tmp_path):

@@ -11,9 +11,9 @@ Local (one machine, private network namespace, everything torn down whatever hap
 Real clusters: a cluster file (``ps node1:2222`` / ``worker node2:2222`` lines, bare
 ``host:port`` lines like the thesis' nodefile, or a TF_CONFIG-style JSON/YAML mapping) parsed by
 :func:`parse_cluster_file`, each machine running its task with
-``python -m repro.cluster node --cluster-file F --index I``; under SLURM :func:`from_slurm`, or
-``run_cluster(..., launcher="slurm")``: the same call, each cluster run as SLURM job steps
-(:mod:`repro.cluster.slurm`; ``docs/slurm.md``).
+``python -m repro.cluster node --cluster-file F --index I``; under SLURM
+``run_cluster(..., launcher="slurm")``: the same call, each cluster run as SLURM job steps whose tasks meet
+through a file in the shared run directory (:mod:`repro.cluster.slurm`; ``docs/slurm.md``).
 
 Programs read their place in the cluster with :func:`context`. Nothing here imports TensorFlow
 at import time. Errors are :class:`ClusterError` (a ``ValueError``) with a one-line message.
@@ -38,7 +38,6 @@ from .spec import (
                    check_ports_free,
                    exposure_report,
                    free_ports,
-                   from_slurm,
                    from_tf_config,
                    interface_bytes,
                    listening_sockets,
@@ -52,7 +51,7 @@ from .supervisor import ClusterTimeout, TaskFailed
 
 __all__ = [
     "ROLES", "ClusterError", "ClusterInterrupted", "ClusterResult", "ClusterSpec", "ClusterTimeout", "Context",
-    "Network", "Task", "TaskFailed", "check_ports_free", "context", "exposure_report", "free_ports", "from_slurm",
+    "Network", "Task", "TaskFailed", "check_ports_free", "context", "exposure_report", "free_ports",
     "from_tf_config", "interface_bytes", "leftover_processes", "listening_sockets", "make_spec", "netns_available",
     "parse_cluster_file", "parse_cluster_mapping", "parse_cluster_text", "port_in_use", "resolve_isolation",
     "run_cluster", "thread_env",

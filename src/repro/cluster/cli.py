@@ -32,24 +32,21 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_node(args) -> int:
-    if args.slurm and (args.cluster_dir or args.indices):  # a task of a run_cluster(launcher="slurm") job step
+    if args.slurm:  # a task of a run_cluster(launcher="slurm") job step: the one SLURM path
         if not (args.cluster_dir and args.indices):
-            raise ClusterError("node --slurm: --cluster-dir and --indices go together (the SLURM launcher's tasks)")
+            raise ClusterError("node --slurm needs --cluster-dir and --indices (the SLURM launcher's tasks; start a "
+                               "cluster under SLURM with run_cluster(..., launcher='slurm'))")
         from . import slurm_task
         return slurm_task.main(args.cluster_dir, args.indices)
-    if args.slurm:
-        from .spec import from_slurm
-        spec, task = from_slurm(ps=args.ps, chief=args.chief, port_base=args.port_base)
+    if not args.cluster_file:
+        raise ClusterError("node needs --cluster-file")
+    spec = parse_cluster_file(args.cluster_file, ps=args.ps)
+    if args.index is not None:
+        task = spec.by_global_index(args.index)
+    elif args.role:
+        task = spec.task(args.role, args.task_index)
     else:
-        if not args.cluster_file:
-            raise ClusterError("node needs --cluster-file (or --slurm)")
-        spec = parse_cluster_file(args.cluster_file, ps=args.ps)
-        if args.index is not None:
-            task = spec.by_global_index(args.index)
-        elif args.role:
-            task = spec.task(args.role, args.task_index)
-        else:
-            raise ClusterError("node needs --index I (line of the cluster file) or --role R --task-index K")
+        raise ClusterError("node needs --index I (line of the cluster file) or --role R --task-index K")
     check_ports_free([task])
     os.environ["TF_CONFIG"] = json.dumps(spec.tf_config(task.role, task.index))
     os.environ.setdefault("REPRO_CLUSTER_TASK", task.name)
@@ -97,10 +94,9 @@ def _fill(p: argparse.ArgumentParser) -> None:
     q.add_argument("--index", type=int, default=None, help="line (task) of the cluster file, from 0")
     q.add_argument("--role", choices=["chief", "ps", "worker", "evaluator"])
     q.add_argument("--task-index", type=int, default=0)
-    q.add_argument("--ps", type=int, default=1, help="bare host:port files / SLURM: number of ps tasks")
-    q.add_argument("--slurm", action="store_true", help="take the cluster from SLURM (SlurmClusterResolver)")
-    q.add_argument("--chief", action="store_true", help="SLURM: the first task is a chief")
-    q.add_argument("--port-base", type=int, default=8888)
+    q.add_argument("--ps", type=int, default=1, help="bare host:port files: number of ps tasks")
+    q.add_argument("--slurm", action="store_true",
+                   help="a task of the SLURM launcher's job step (with --cluster-dir and --indices)")
     q.add_argument("--program", default=None, help="MOD:FUNC or script.py run by the --program-roles tasks")
     q.add_argument("--program-roles", default="chief",
                    help="comma-separated roles that run --program (default chief); the others serve")

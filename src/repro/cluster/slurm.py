@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -33,10 +34,12 @@ from typing import Any
 from .node import read_results
 from .plan import ClusterPlan
 from .slurm_task import layout
+from .slurm_watch import ACTIVE, WAITING, Look, Watch, advance, scontrol_json, scontrol_oneliner
 from .spec import ClusterError, name_of_slug, role_names
 from .supervisor import ClusterTimeout, TaskFailed, describe_exit, tail
 
-ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
+log = logging.getLogger(__name__)
+_JSON: bool | None = None  # whether scontrol answers --json (asked once)
 POLL_S = 1.0  # between two looks at the job (scontrol, squeue): gentle on a shared slurmctld
 USABLE = {"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing"}
 
@@ -140,9 +143,18 @@ def _seconds(text: str) -> float | None:
     return (int(days) if days else 0) * 86400 + h * 3600 + m * 60 + s
 
 
-def _scontrol_job(job: str) -> dict:
-    out = _slurm("scontrol", "show", "job", "-o", job, check=False)
-    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+def _scontrol_job(job: str) -> dict[str, str]:
+    """SLURM's record of ``job`` under scontrol's keys (JobState, Reason, JobName, RunTime, NodeList, StartTime,
+    EndTime, ExitCode; {} where scontrol no longer knows it): ``scontrol --json`` where this SLURM has it
+    (22.05 and later with its JSON plugin), else ``scontrol -o`` read key by key."""
+    global _JSON
+    if _JSON is not False:
+        rec = scontrol_json(_slurm("scontrol", "--json", "show", "job", job, check=False))
+        if rec is not None:
+            _JSON = True
+            return rec
+        _JSON = False if _JSON is None else _JSON  # never answered in JSON: do not ask again
+    return scontrol_oneliner(_slurm("scontrol", "show", "job", "-o", job, check=False))
 
 
 def _accounting(ids: list[str]) -> dict:
@@ -267,52 +279,56 @@ def _log(run_dir: Path, name: str) -> Path:
     return run_dir / "logs" / (name.replace(":", "-") + ".log")
 
 
+def _look(job: _Job, run_dir: Path, separate: list[int]) -> Look:
+    """One look at the job: SLURM's state, then (once it has started) the run directory and the steps alive."""
+    state, reason = job.state()
+    if state in WAITING:
+        return Look(time.monotonic(), state, reason)
+    alive = job.steps_alive()
+    started = {k for k, i in enumerate(separate, 1) if (run_dir / "slurm" / "tasks" / f"{i}.json").exists()}
+    gone = tuple(separate[k - 1] for k in sorted(started - alive))
+    return Look(time.monotonic(), state, reason, (run_dir / "ready.json").exists(), _exits(run_dir), gone)
+
+
+def _failed(w: Watch, job: _Job, plan: ClusterPlan, names: list[str]) -> Exception:
+    """The one-line error of a failed watch, with the log lines that say why."""
+    run_dir, task = Path(plan.run_dir), w.task
+    if w.failure == "task_failed":
+        return TaskFailed(f"{task} {describe_exit(_exits(run_dir)[str(task)])} while running the program; "
+                          f"last log lines: {tail(_log(run_dir, str(task)))}")
+    if w.failure == "step_gone":
+        rec = json.loads((run_dir / "slurm" / "tasks" / f"{task}.json").read_text())
+        name = names[int(task or 0)]
+        return TaskFailed(f"{name} (SLURM step {rec['job']}.{rec['step']}) ended while the program was running; "
+                          f"last log lines: {tail(_log(run_dir, name))}")
+    if w.failure == "job_ended":
+        return TaskFailed(f"SLURM job {job.job} ended ({job.state()[0]}) before {task} finished; srun: "
+                          f"{tail(job.log, 2)}; last log lines of {task}: {tail(_log(run_dir, str(task)))}")
+    if w.failure == "not_ready":
+        return ClusterTimeout(f"the cluster was not ready after {plan.ready_timeout:g} s (SLURM job "
+                              f"{job.job}); srun: {tail(job.log, 2)}")
+    hung = [n for n in names if n.split(":")[0] in plan.program_roles and n not in _exits(run_dir)]
+    return ClusterTimeout(f"job timed out after {plan.timeout:g} s: {', '.join(hung)} still running "
+                          f"(SLURM job {job.job}); last log lines of {task}: {tail(_log(run_dir, str(task)))}")
+
+
 def _watch(job: _Job, plan: ClusterPlan, names: list[str], separate: list[int]) -> None:
-    """Wait until every program task has ended well; a one-line error for anything else."""
+    """Wait until every program task has ended well (:mod:`~repro.cluster.slurm_watch`); a one-line error for
+    anything else."""
     run_dir = Path(plan.run_dir)
     programs = [n for n in names if n.split(":")[0] in plan.program_roles]
-    deadline, pending_since = None, time.monotonic()
+    w, said = Watch(), time.monotonic() - 50  # the first "pending" line after 10 s, then one a minute
     while True:
-        state, reason = job.state()
-        if state in ("PENDING", "CONFIGURING"):
-            if time.monotonic() - pending_since > 10:
-                print(f"[repro.cluster] SLURM job {job.job} {state.lower()} ({reason or 'no reason given'})",
-                      flush=True)
-                pending_since = time.monotonic() + 50  # then once a minute
-            time.sleep(1.0)
-            continue
-        if deadline is None:  # the servers' time to get ready; the job's time starts once they are
-            deadline, ready = time.monotonic() + plan.ready_timeout + 30, False
-        if not ready and (run_dir / "ready.json").exists():
-            deadline, ready = time.monotonic() + plan.timeout + plan.grace, True
-        alive = job.steps_alive()
-        exits = _exits(run_dir)
-        bad = [n for n in programs if exits.get(n, 0) != 0]
-        if bad:
-            raise TaskFailed(f"{bad[0]} {describe_exit(exits[bad[0]])} while running the program; "
-                             f"last log lines: {tail(_log(run_dir, bad[0]))}")
-        started = {k for k, i in enumerate(separate, 1) if (run_dir / "slurm" / "tasks" / f"{i}.json").exists()}
-        gone = sorted(started - alive)
-        if plan.fail_fast and gone:  # a separate task's step ended (scancel) while the program ran
-            i = separate[gone[0] - 1]
-            rec = json.loads((run_dir / "slurm" / "tasks" / f"{i}.json").read_text())
-            name = names[i]
-            raise TaskFailed(f"{name} (SLURM step {rec['job']}.{rec['step']}) ended while the program was running; "
-                             f"last log lines: {tail(_log(run_dir, name))}")
-        if all(n in exits for n in programs):
+        look = _look(job, run_dir, separate)
+        w = advance(w, look, programs, plan.ready_timeout, plan.timeout, plan.grace, plan.fail_fast)
+        if w.phase == "done":
             return
-        if state not in ACTIVE:
-            waiting = next(n for n in programs if n not in exits)
-            raise TaskFailed(f"SLURM job {job.job} ended ({state}) before {waiting} finished; srun: "
-                             f"{tail(job.log, 2)}; last log lines of {waiting}: {tail(_log(run_dir, waiting))}")
-        if time.monotonic() > deadline:
-            hung = [n for n in programs if n not in exits]
-            if not ready:
-                raise ClusterTimeout(f"the cluster was not ready after {plan.ready_timeout:g} s (SLURM job "
-                                     f"{job.job}); srun: {tail(job.log, 2)}")
-            raise ClusterTimeout(f"job timed out after {plan.timeout:g} s: {', '.join(hung)} still running "
-                                 f"(SLURM job {job.job}); last log lines of {hung[0]}: {tail(_log(run_dir, hung[0]))}")
-        time.sleep(POLL_S)
+        if w.phase == "failed":
+            raise _failed(w, job, plan, names)
+        if look.state in WAITING and look.now - said > 60:
+            log.info("SLURM job %s %s (%s)", job.job, look.state.lower(), look.reason or "no reason given")
+            said = look.now
+        time.sleep(1.0 if look.state in WAITING else POLL_S)
 
 
 def _finish(job: _Job, ok: bool, grace: float) -> None:

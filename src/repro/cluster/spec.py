@@ -1,6 +1,6 @@
 """Cluster descriptions: tasks, cluster files, TF_CONFIG, ports and exposure checks.
 
-Nothing here imports TensorFlow (except :func:`from_slurm`, inside the function).
+Nothing here imports TensorFlow.
 
 A cluster is an ordered tuple of :class:`Task` (role, index within the role, host, port).
 The order is the order of the cluster file, so a machine's *global* index (the thesis'
@@ -253,30 +253,6 @@ def from_tf_config(tf_config: str | Mapping | None = None) -> tuple[ClusterSpec,
     spec = parse_cluster_mapping(config.get("cluster"), source="TF_CONFIG")
     task: Mapping[str, Any] = config.get("task") or {}
     return spec, spec.task(str(task.get("type")), int(task.get("index", 0)))
-
-
-def from_slurm(*, ps: int = 1, chief: bool = False, port_base: int = 8888, tasks_per_node: int | None = None):
-    """Cluster and this task under SLURM, via ``tf.distribute.cluster_resolver.SlurmClusterResolver``.
-
-    Run one task per SLURM task (``srun``); SLURM's task order assigns roles: the first
-    ``chief`` (0/1) task is the chief, the next ``ps`` are parameter servers, the rest workers.
-    Ports are ``port_base`` + the task's rank on its node. Returns ``(ClusterSpec, Task)``.
-    """
-    import tensorflow as tf
-
-    nprocs = int(os.environ.get("SLURM_NTASKS", "0"))
-    jobs = {}
-    if chief:
-        jobs["chief"] = 1
-    if ps:
-        jobs["ps"] = ps
-    jobs["worker"] = nprocs - ps - int(chief)
-    if jobs["worker"] < 1:
-        raise ClusterError(f"SLURM: {nprocs} tasks leave no worker after {ps} ps and {int(chief)} chief")
-    resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
-        jobs=jobs, port_base=port_base, tasks_per_node=tasks_per_node)
-    spec = parse_cluster_mapping(resolver.cluster_spec().as_dict(), source="SLURM")
-    return spec, spec.task(resolver.task_type, int(resolver.task_id))
 
 
 # --------------------------------------------------------------------------- ports
