@@ -70,7 +70,7 @@ def _cmd_measure(args) -> int:
 def _cmd_predict(args) -> int:
     import pandas as pd
 
-    from repro.cluster import perfmodel
+    from repro.cluster import billing, perfmodel
 
     if args.validate and (args.validate == "measurements" or args.validate.endswith(".csv")):
         from repro.cluster import measured
@@ -102,36 +102,12 @@ def _cmd_predict(args) -> int:
           + ("; per-step overhead fitted on published measurements (repro predict --validate measurements)"
              if fitted else ""))
     if prof.instance:
-        table, head = epoch_costs(table, prof, args.prices)
+        table, head = billing.epoch_costs(table, prof, args.prices)
         cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
         print(head)
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print("not modelled: " + "; ".join(perfmodel.limits(prof, args.model) + list(perfmodel.NOT_MODELLED)))
     return 0
-
-
-def epoch_costs(table, prof, prices_path: str | None = None):
-    """The cost of one epoch of ``prof.epoch_images`` images on the instance the profile names in the cost
-    study's price table: ceil(workers / processes) instances, each billed ceil(T / step) x step x price / 3600
-    for T = epoch_images / images_per_s (the provider's step and minimum); ``cheapest`` marks each method's
-    cheapest worker count. Returns the table with these columns and a line saying what was priced."""
-    import math
-
-    from repro.experiments.cost_study import cost as _cost
-
-    inst, prices = prof.instance, _cost.load_prices(prices_path)
-    row, bill = prices.instance(inst["provider"], inst["name"]), prices.provider(inst["provider"])
-    seconds = prof.epoch_images / table["images_per_s"]
-    nodes = [math.ceil(n / inst["processes"]) for n in table["workers"]]
-    money = [k * _cost.cost(t, float(row["price_per_hour"]), float(bill["billing_step_s"]), float(bill["minimum_s"]))
-             for k, t in zip(nodes, seconds)]
-    out = table.assign(instances=nodes, epoch_s=seconds.to_numpy(), cost_per_epoch=money)
-    least = out.groupby("method")["cost_per_epoch"].transform("min")
-    out["cheapest"] = ["*" if c == m else "" for c, m in zip(out["cost_per_epoch"], least)]
-    head = (f"cost per epoch of {prof.epoch_images} images, priced as {inst['provider']} {inst['name']} "
-            f"({float(row['price_per_hour']):g} {prices.currency}/h, {row['source']}; {inst['processes']} processes "
-            f"per instance, billed in steps of {float(bill['billing_step_s']):g} s); * the cheapest N per method")
-    return out, head
 
 
 def _run_dirs(args) -> list[Path]:
@@ -209,7 +185,7 @@ def _add_predict(sub) -> None:
     p.add_argument("--validate", metavar="WHAT", help="'measurements' (published real ones), a .csv of your own "
                                                        "in that schema, or an emulated distributed run's directory")
     p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
-                                                   "instance (default: the cost study's prices.yaml)")
+                                                   "instance (default: repro/cluster/prices.yaml)")
     p.set_defaults(func=_cmd_predict)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from repro import cli
+from repro.cluster import billing
 from repro.core import claims, harness
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
@@ -38,27 +39,27 @@ from repro.experiments.cost_study import experiment as cost_study
     ],
 )
 def test_cost_hand_computed(seconds, price, step, minimum, expected):
-    assert cost.cost(seconds, price, step, minimum) == pytest.approx(expected, abs=1e-12)
+    assert billing.cost(seconds, price, step, minimum) == pytest.approx(expected, abs=1e-12)
 
 
 def test_billed_seconds_exact_multiples_and_float_noise():
-    assert cost.billed_seconds(1800, 600) == 1800
-    assert cost.billed_seconds(1800.000001, 600) == 2400  # a microsecond over is over
-    assert cost.billed_seconds(0.1 + 0.2 + 599.7, 600) == 600  # 600.0000000000001 in floats is still 600
-    assert cost.billed_seconds(599.9999999997, 600) == 600
-    assert cost.billed_seconds(10, 600, minimum=900) == 1200  # minimum 900 rounded up to the step
+    assert billing.billed_seconds(1800, 600) == 1800
+    assert billing.billed_seconds(1800.000001, 600) == 2400  # a microsecond over is over
+    assert billing.billed_seconds(0.1 + 0.2 + 599.7, 600) == 600  # 600.0000000000001 in floats is still 600
+    assert billing.billed_seconds(599.9999999997, 600) == 600
+    assert billing.billed_seconds(10, 600, minimum=900) == 1200  # minimum 900 rounded up to the step
 
 
 @pytest.mark.parametrize("args", [(-1, 1.0, 60), (10, -0.5, 60), (10, 1.0, 0), (10, 1.0, -60), (math.nan, 1.0, 60)])
 def test_cost_rejects_bad_numbers(args):
-    with pytest.raises(cost.PriceTableError):
-        cost.cost(*args)
+    with pytest.raises(billing.PriceTableError):
+        billing.cost(*args)
 
 
 # --- price table ---------------------------------------------------------------------------------
 
 def test_packaged_price_table_is_valid_and_sourced():
-    t = cost.load_prices()
+    t = billing.load_prices()
     assert t.currency == "USD"
     assert set(t.providers["provider"]) >= {"google_cloud_2017", "azure", "local_10min", "local_1h"}
     assert (t.instances["source"].str.len() > 0).all()
@@ -105,8 +106,8 @@ assumed_phases:
 def test_malformed_price_table_is_one_line_error(tmp_path, text, message):
     path = tmp_path / "prices.yaml"
     path.write_text(text)
-    with pytest.raises(cost.PriceTableError) as err:
-        cost.load_prices(path)
+    with pytest.raises(billing.PriceTableError) as err:
+        billing.load_prices(path)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -114,9 +115,9 @@ def test_malformed_price_table_is_one_line_error(tmp_path, text, message):
 def test_user_price_table(tmp_path):
     path = tmp_path / "prices.yaml"
     path.write_text(GOOD)
-    t = cost.load_prices(path)
+    t = billing.load_prices(path)
     assert t.currency == "EUR" and t.instance("p1", "small")["cpu_cores"] == 2
-    with pytest.raises(cost.PriceTableError, match="unknown provider 'azure'"):
+    with pytest.raises(billing.PriceTableError, match="unknown provider 'azure'"):
         t.provider("azure")
     f = cost.formula_table(t, {"learn": 100.0})
     assert list(f["term"]) == ["t_startup", "t_install", "t_data_load", "t_start", "t_learn", "t_verify",
@@ -233,7 +234,7 @@ def test_scaling_costs_and_optimum_on_hand_made_runs():
     assert m.loc[(2, "measured"), "speedup"] == pytest.approx(100 / 60)
     assert m.loc[(2, "measured"), "efficiency"] == pytest.approx(100 / 120)
     assert m.loc[(4, "extrapolation (Amdahl)"), "t_learn_s"] == pytest.approx(40, abs=1e-3)
-    prices = cost.load_prices()
+    prices = billing.load_prices()
     costs = analysis.cost_table(runs, sc, prices)
     g = costs[(costs["provider"] == "google_cloud_2017") & (costs["kind"] == "measured")].set_index("cores")
     # 1 core: t_sum = 100 + 10 + 260 assumed = 370 s -> 10-min minimum -> 600 s * 0.063/3600
@@ -256,7 +257,7 @@ def test_cost_to_accuracy_counts_epochs_up_to_the_target():
     runs["t_epochs_train_s"] = 30.0
     epochs = pd.DataFrame({"label": "m-k1-r1", "epoch": [1, 2, 3], "test_accuracy": [0.5, 0.8, 0.9],
                            "epoch_time_s": [10.0, 10.0, 10.0], "eval_time_s": [1.0, 1.0, 1.0]})
-    prices = cost.load_prices()
+    prices = billing.load_prices()
     out = analysis.cost_to_accuracy(runs, epochs, prices, {"mnist_cnn": 0.8})
     row = out[out["provider"] == "azure"].iloc[0]
     assert row["epochs_to_target_mean"] == 2
@@ -394,7 +395,7 @@ def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
     gpu = [c for c in children if c["device"] == "gpu"]
     assert [(c["cores"], c["gpus"]) for c in gpu] == [(8, 1)]
     assert [c["cores"] for c in children if c["device"] == "cpu"] == [1, 2, 4, 8, 12, 16]
-    prices = cost.load_prices()
+    prices = billing.load_prices()
     inst = prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"], "Tesla K80")
     assert inst is not None and inst["instance"] == "n1-standard-8 + 1 K80"
     assert prices.cheapest("google_cloud_2017", gpu[0]["cores"], gpu[0]["gpus"], "NVIDIA H100 80GB HBM3") is None
@@ -411,6 +412,6 @@ def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
 def test_price_table_schema_names_the_entry_and_the_field(tmp_path, change, message):
     path = tmp_path / "prices.yaml"
     path.write_text(GOOD.replace(*change))
-    with pytest.raises(cost.PriceTableError) as err:
-        cost.load_prices(path)
+    with pytest.raises(billing.PriceTableError) as err:
+        billing.load_prices(path)
     assert str(err.value) == message

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from repro import cli
-from repro.cluster import hardware, perfmodel
+from repro.cluster import billing, hardware, perfmodel
 from repro.cluster.spec import ClusterError
 from repro.core import paths
 
@@ -110,7 +110,7 @@ def test_repro_predict_prices_an_epoch_where_the_profile_names_an_instance(tmp_p
     prof = hardware.load("k80-p2.16xlarge")
     assert prof.instance == {"provider": "azure", "name": "NC24", "processes": 4} and prof.epoch_images == 50_000
     table = perfmodel.predict(prof, "vgg16", "horovod", [1, 4, 8, 20], 32)
-    out, head = cli.epoch_costs(table, prof)
+    out, head = billing.epoch_costs(table, prof)
     assert "priced as azure NC24 (3.6 USD/h" in head and "50000 images" in head
     assert list(out["instances"]) == [1, 1, 2, 5]
     t = 50_000 / table["images_per_s"]
@@ -119,7 +119,7 @@ def test_repro_predict_prices_an_epoch_where_the_profile_names_an_instance(tmp_p
     assert list(out["cheapest"]) == ["*" if c == min(want) else "" for c in want]
     # a profile's own epoch size: twice the images, twice the seconds
     doubled = dataclasses.replace(prof, epoch_images=100_000)
-    assert cli.epoch_costs(table, doubled)[0]["epoch_s"].iloc[0] == pytest.approx(2 * t.iloc[0])
+    assert billing.epoch_costs(table, doubled)[0]["epoch_s"].iloc[0] == pytest.approx(2 * t.iloc[0])
     assert cli.main(["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "horovod,ps_sync",
                      "--workers", "1,4,8"]) == 0
     printed = capsys.readouterr().out

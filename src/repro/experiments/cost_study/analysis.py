@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from repro.cluster import billing
 from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.paramtypes import CostStudyParams
 
@@ -129,7 +130,7 @@ def _overhead(runs: pd.DataFrame) -> pd.Series:
     return (cpu["t_measured_s"] - cpu["t_learn_s"]).groupby(cpu["network"]).mean()
 
 
-def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTable,
+def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: billing.PriceTable,
                gpu_model: str = "") -> pd.DataFrame:
     """Every configuration x provider: t_sum of formula (1), billed seconds, cost (mean and sd over runs).
 
@@ -154,7 +155,7 @@ def cost_table(runs: pd.DataFrame, scaling: pd.DataFrame, prices: _cost.PriceTab
             if inst is None:
                 continue
             t_sum = pt["t_measured_s"] + assumed
-            billed = _cost.billed_seconds(t_sum, prov.billing_step_s, prov.minimum_s)
+            billed = billing.billed_seconds(t_sum, prov.billing_step_s, prov.minimum_s)
             rows.append({**pt, "provider": prov.provider, "instance": inst["instance"],
                          "instance_cores": inst["cpu_cores"], "price_per_hour": inst["price_per_hour"],
                          "price_source": "illustrative" if inst["source"] == "illustrative" else "sourced",
@@ -193,7 +194,7 @@ def step_sensitivity(costs: pd.DataFrame, provider: str, steps: list[float]) -> 
     rows = []
     for step in steps:
         for _, r in base.iterrows():
-            billed = _cost.billed_seconds(r["t_sum_mean_s"], step, 0.0)
+            billed = billing.billed_seconds(r["t_sum_mean_s"], step, 0.0)
             rows.append({"network": r["network"], "billing_step_s": float(step), "cores": int(r["cores"]),
                          "kind": r["kind"], "instance": r["instance"], "t_sum_mean_s": r["t_sum_mean_s"],
                          "billed_s": billed, "cost": billed * r["price_per_hour"] / 3600.0})
@@ -206,7 +207,7 @@ def step_sensitivity(costs: pd.DataFrame, provider: str, steps: list[float]) -> 
     return df.sort_values(["network", "billing_step_s", "cores"]).reset_index(drop=True)
 
 
-def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: _cost.PriceTable,
+def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: billing.PriceTable,
                      targets: dict[str, float], gpu_model: str = "") -> pd.DataFrame:
     """Time and cost until the test accuracy first reaches the network's target.
 
@@ -243,7 +244,7 @@ def cost_to_accuracy(runs: pd.DataFrame, epochs: pd.DataFrame, prices: _cost.Pri
             inst = prices.cheapest(prov.provider, k, g, gpu_model)
             if inst is None:
                 continue
-            costs = [_cost.cost(t, inst["price_per_hour"], prov.billing_step_s, prov.minimum_s)
+            costs = [billing.cost(t, inst["price_per_hour"], prov.billing_step_s, prov.minimum_s)
                      for t in reached["t_sum_s"]]
             rows.append({"network": net, "device": dev, "cores": k, "gpus": g, "target_accuracy": target,
                          "runs": len(grp), "runs_reaching": len(reached),
@@ -269,7 +270,7 @@ def memory_table(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def phases_table(runs: pd.DataFrame, prices: _cost.PriceTable) -> pd.DataFrame:
+def phases_table(runs: pd.DataFrame, prices: billing.PriceTable) -> pd.DataFrame:
     """Formula (1) per configuration: measured mean seconds per phase, then the assumed ones."""
     rows = []
     for (net, dev, k, g), grp in runs.groupby(["network", "device", "cores", "gpus"], sort=True):
@@ -292,7 +293,7 @@ def nan_to_none(obj):
     return None if isinstance(obj, float) and math.isnan(obj) else obj
 
 
-def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices: _cost.PriceTable,
+def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices: billing.PriceTable,
             gpu_model: str = "") -> tuple[dict, dict]:
     """Every analysis table of a sweep (by its CSV name) and the Amdahl fits per network; GPU runs are
     priced as instances of ``gpu_model`` only (nvidia-smi's name)."""
@@ -311,7 +312,7 @@ def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices
 
 
 def make_summary(runs: pd.DataFrame, scaling: pd.DataFrame, p: CostStudyParams, gpu: dict, docker: dict,
-                 prices: _cost.PriceTable) -> dict:
+                 prices: billing.PriceTable) -> dict:
     """Headline numbers (``summary.json``); ``gpu`` and ``docker`` are what the verdicts read."""
     s: dict[str, Any] = {"children": int(len(runs)), "gpu": gpu, "docker": docker, "currency": prices.currency,
          "assumed_cloud_seconds": prices.assumed_seconds(), "networks": {}}

@@ -5,7 +5,7 @@ configuration (network, k CPU cores or g GPUs, repetition), each in its own proc
 to k cores before Keras's backend (TensorFlow, JAX: ``KERAS_BACKEND``) starts
 (:mod:`repro.experiments.cost_study.sweep`, the child's work in :mod:`~repro.experiments.cost_study.child`),
 samples the process's resources every second, and prices
-every configuration with the billing model of :mod:`repro.experiments.cost_study.cost`
+every configuration with the billing model of :mod:`repro.cluster.billing`
 (analysis: :mod:`~repro.experiments.cost_study.analysis`; claims: ``claims.yaml`` and
 :mod:`~repro.experiments.cost_study.verdicts`; figures: :mod:`~repro.experiments.cost_study.figures`).
 
@@ -46,12 +46,12 @@ from typing import Any
 
 import pandas as pd
 
+from repro.cluster import billing
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
 from repro.experiments.cost_study import analysis, resume, sweep, verdicts
-from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.child import TRAIN_ENTRY
 from repro.experiments.cost_study.cost import add_cli
 from repro.experiments.cost_study.figures import (
@@ -177,9 +177,9 @@ class CostStudy(harness.Experiment):
         """Core counts, price table, datasets, GPUs and Docker checked, the children planned."""
         cores = core_counts(p["cores"], len(sweep.available_cores()))
         try:
-            prices = _cost.load_prices(p["price_table"])
+            prices = billing.load_prices(p["price_table"])
             prices.provider(p["reference_provider"])
-        except _cost.PriceTableError as exc:
+        except billing.PriceTableError as exc:
             raise ParameterError(f"price table: {exc}") from None
         datasets = []
         for net in p["networks"]:  # fail early, in one line, if a dataset is missing

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro.cluster import billing
 from repro.core import claims, paper
 from repro.core import verdicts as V
 from repro.core.claims import Measured
 from repro.core.provenance import BACKEND_NAMES
-from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 NAME = "cost_study"
@@ -67,7 +67,7 @@ def _other_gpu(summary: dict) -> V.Verdict | None:
     """The gate of a GPU finding measured on another GPU than the paper's K80 (None on a K80): the
     speed-up and the cost ratio are properties of the GPU generation and its price."""
     model = str((summary.get("gpu") or {}).get("model") or "")
-    if _cost.same_gpu(PAPER_GPU, model):
+    if billing.same_gpu(PAPER_GPU, model):
         return None
     return V.not_comparable(f"the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'}")
 
