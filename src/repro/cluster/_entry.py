@@ -7,6 +7,9 @@
 import sys
 
 if __name__ == "__main__":
+    from repro.core import progress
+
+    progress.setup()  # the task's log lines (its stdout and stderr go to its log file)
     if sys.argv[1:2] == ["supervise"]:
         from .supervisor import main
     else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import runpy
 import socket
@@ -29,6 +30,8 @@ from pathlib import Path
 from repro.core import atomic
 
 from .spec import ClusterError, ClusterSpec, Task, from_tf_config, name_of_slug
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def serve_tf() -> None:
     spec, task = from_tf_config()
     server = tf.distribute.Server(tf.train.ClusterSpec(spec.as_dict()), job_name=task.role,
                                   task_index=task.index, protocol="grpc", start=True)
-    print(f"[repro.cluster] {task.name} serving {server.target}", flush=True)
+    log.info("%s serving %s", task.name, server.target)
     server.join()
 
 
@@ -81,7 +84,7 @@ def serve_tcp() -> None:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("::", task.port))
     s.listen(64)
-    print(f"[repro.cluster] {task.name} listening on *:{task.port}", flush=True)
+    log.info("%s listening on *:%d", task.name, task.port)
 
     def drain(conn):
         total = 0

@@ -361,7 +361,7 @@ def run(plan: ClusterPlan, separate_names: tuple[str, ...] = ()) -> dict:
     cmds = step_commands(plan, separate, nodes, name)
     t0 = time.monotonic()
     job = _AllocSteps(name, run_dir, cmds) if in_allocation() else _BatchJob(name, run_dir, cmds, plan, nodes)
-    print(f"[repro.cluster] SLURM job {job.job} ({job.mode}): {len(names)} tasks on up to {nodes} nodes", flush=True)
+    log.info("SLURM job %s (%s): %d tasks on up to %d nodes", job.job, job.mode, len(names), nodes)
     ok = False
     try:
         _watch(job, plan, names, separate)

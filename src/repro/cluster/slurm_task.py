@@ -17,6 +17,7 @@ launcher's ``plan.json``. A task
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -28,6 +29,8 @@ from repro.core import atomic
 from .plan import ClusterPlan
 from .plan import read as read_plan
 from .spec import ClusterError, ClusterSpec, Task, make_spec, role_names
+
+log = logging.getLogger(__name__)
 
 
 def layout(plan: ClusterPlan) -> list[str]:
@@ -172,9 +175,9 @@ def main(run_dir: str, indices: str) -> int:
     os.environ.update({"TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index)), "REPRO_CLUSTER_DIR": str(run),
                        "REPRO_CLUSTER_TASK": task.name, "REPRO_CLUSTER_LAUNCHER": "slurm",
                        "REPRO_CLUSTER_KWARGS": json.dumps(plan.kwargs or {})})
-    print(f"[repro.cluster] {task.name} at {task.address} on {os.environ.get('SLURMD_NODENAME', '?')} "
-          f"(SLURM job {os.environ.get('SLURM_JOB_ID')}.{os.environ.get('SLURM_STEP_ID')}, "
-          f"task {os.environ['SLURM_PROCID']})", flush=True)
+    log.info("%s at %s on %s (SLURM job %s.%s, task %s)", task.name, task.address,
+             os.environ.get("SLURMD_NODENAME", "?"), os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_STEP_ID"),
+             os.environ["SLURM_PROCID"])
     programs = [t for t in spec.tasks if t.role in plan.program_roles]
     servers = [t for t in spec.tasks if t.role not in plan.program_roles]
     if task.role in plan.program_roles:

@@ -328,7 +328,7 @@ def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed:
         if start >= epochs:
             continue
         if verbose and start:
-            print(f"{log_prefix}resuming {', '.join(labels[i] for i in members)} after epoch {start}", flush=True)
+            log.info("%sresuming %s after epoch %d", log_prefix, ", ".join(labels[i] for i in members), start)
         pick = lambda xs: [xs[i] for i in members]  # noqa: E731
         group = _Group(pick(models), pick(rows), pick(dirs), pick(labels), pick(seeds))
         group.train(dev, data, start, epochs, batch_size, steps_per_execution, eval_batch_size, checkpoint_every_s,

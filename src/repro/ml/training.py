@@ -18,6 +18,7 @@ follows is timed separately), which is what the papers report.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -28,6 +29,8 @@ import pandas as pd
 from repro.core import errors
 from repro.core.results import csv_text
 from repro.ml.data import Dataset
+
+log = logging.getLogger(__name__)
 
 HISTORY_COLUMNS = ["epoch", "loss", "accuracy", "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s",
                    "train_time_s"]
@@ -319,13 +322,13 @@ def fit(
             model, rows = saved_model, saved_hist.to_dict("records")
             start_epoch = len(rows)
             if verbose:
-                print(f"{log_prefix}resuming after epoch {start_epoch} from {checkpoint_dir}", flush=True)
+                log.info("%sresuming after epoch %d from %s", log_prefix, start_epoch, checkpoint_dir)
     timer = _callback_class()()
     ev = epoch_input(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
     val = None if ev is None else (ev["x"] if "y" not in ev else (ev["x"], ev["y"]))
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
     if verbose and log_prefix and start_epoch < epochs:
-        print(f"{log_prefix}epochs {start_epoch + 1}-{epochs} of {epochs}", flush=True)
+        log.info("%sepochs %d-%d of %d", log_prefix, start_epoch + 1, epochs, epochs)
     last_s = 0.0
     for epoch in range(start_epoch, epochs):
         if checkpoint_dir is not None and (why := stop_reason(last_s)):

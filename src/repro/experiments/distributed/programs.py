@@ -32,6 +32,7 @@ increments under asynchronous updates).
 
 from __future__ import annotations
 
+import logging
 import time
 
 from repro.cluster import context
@@ -40,6 +41,8 @@ from repro.cluster.ps_trainer import PSTrainer, ps_strategy
 from repro.experiments.distributed.common import horovod_available  # noqa: F401 (part of this module's API)
 from repro.experiments.distributed.models import build_model, weights_digest
 from repro.ml.data import synthetic_batch
+
+log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------- ring all-reduce
 
@@ -127,7 +130,7 @@ def _log_phases(what: str, phase: dict, seconds: float) -> None:
     """One progress line per model: wall seconds of each set-up phase (in order), then the timed steps."""
     names, marks = list(phase), list(phase.values())
     parts = [f"{b} {t1 - t0:.1f} s" for b, t0, t1 in zip(names[1:], marks, marks[1:])]
-    print(f"[{what}] " + ", ".join(parts + [f"timed {seconds:.1f} s"]), flush=True)
+    log.info("%s: %s", what, ", ".join(parts + [f"timed {seconds:.1f} s"]))
 
 
 def _iface_of(address: str) -> str:
@@ -185,7 +188,7 @@ def _horovod_init(ctx, timeout: float = 60.0):
         "HOROVOD_GLOO_TIMEOUT_SECONDS": os.environ.get("HOROVOD_GLOO_TIMEOUT_SECONDS", "3600")})  # see below
     import horovod.tensorflow as hvd
 
-    print(f"[horovod] rank {rank}/{n}: rendezvous {hosts[0]}:{port}, Gloo on {iface}", flush=True)
+    log.info("horovod rank %d/%d: rendezvous %s:%s, Gloo on %s", rank, n, hosts[0], port, iface)
     hvd.init()
     if hvd.size() != n or hvd.rank() != rank:
         raise RuntimeError(f"horovod: rank {hvd.rank()} of {hvd.size()}, expected {rank} of {n}")
@@ -295,11 +298,11 @@ def parameter_server(method: str, models: list[dict], batch_size: int, warmup_st
         dataset_fn = _dataset_fn(batch_size, m["image_size"], num_classes, seed * 1000 + 1)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
         phase["datasets"] = time.perf_counter()
-        print(f"[distributed] {method} {m['name']}: {warmup_steps} warm-up steps", flush=True)
+        log.info("%s %s: %d warm-up steps", method, m["name"], warmup_steps)
         trainer.run(warmup_steps, n, iterator, warmup=True)
         phase["warmup"] = time.perf_counter()
         before = trainer.counts()
-        print(f"[distributed] {method} {m['name']}: counters {before}; {steps} timed steps", flush=True)
+        log.info("%s %s: counters %s; %d timed steps", method, m["name"], before, steps)
         scheduled0, updates0 = trainer.scheduled, trainer.updates
         t0, w0 = time.perf_counter(), time.time()
         trainer.run(steps, n, iterator)
@@ -321,7 +324,7 @@ def _kill(task: str) -> None:
     """SIGKILL (local launcher) or ``scancel`` of the task's own job step (SLURM launcher)."""
     from repro.cluster.faults import stop_task
 
-    print(f"[distributed] killed {task}: {stop_task(task)}", flush=True)
+    log.info("killed %s: %s", task, stop_task(task))
 
 
 def ps_fault(method: str, model: dict, batch_size: int, steps: int, learning_rate: float, num_classes: int,

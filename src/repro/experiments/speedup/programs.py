@@ -37,6 +37,7 @@ Each public function runs inside the chief process of a local (or real) cluster 
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Any, Callable
@@ -45,6 +46,8 @@ from repro.cluster import context
 from repro.cluster.ps_trainer import PSTrainer, ps_strategy
 from repro.ml import models
 from repro.ml.data import synthetic_batch
+
+log = logging.getLogger(__name__)
 
 NETWORK_SIDE_CLASSIFIERS = False  # GoogLeNet trains without its two side classifiers here (one output)
 
@@ -162,7 +165,7 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
         keras.utils.set_random_seed(seed)
         net = build_network(network, image_size, num_classes)
     tvars = list(net.trainable_variables)
-    print(f"[speedup] probe {network}: model built on the worker", flush=True)
+    log.info("probe %s: model built on the worker", network)
     placed = sorted({v.value.device for v in tvars})
     if any("/job:worker" not in d for d in placed):
         raise RuntimeError(f"probe: model variables not on the worker: {placed}")
@@ -220,8 +223,8 @@ def _probe_one(network: str, image_size: int, num_classes: int, batch_sizes: lis
     out["t_pull"] = _stats(*_timed(call(pull), repeats, warmup))
     out["t_push"] = _stats(*_timed(call(push), repeats, warmup))
     out["t_latency"] = _stats(*_timed(call(ping), repeats, warmup))
-    print(f"[speedup] probe {network}: t_grad {out['t_grad']}, pull {out['t_pull']['mean']:.4f} s, "
-          f"push {out['t_push']['mean']:.4f} s", flush=True)
+    log.info("probe %s: t_grad %s, pull %.4f s, push %.4f s", network, out["t_grad"], out["t_pull"]["mean"],
+             out["t_push"]["mean"])
     return out
 
 
@@ -337,8 +340,8 @@ def _train_one(strategy, coordinator, network, server, image_size, num_classes, 
         # sync-join: ceil(D/N) iterations of N whole batches; sync-split: D iterations of N
         # B/N-image closures; async: D closures of whole batches, taken by whichever worker is free
         iterations = -(-batches // n) if mode == "sync-join" else batches
-        print(f"[speedup] {network} {server} N={n} {mode}{' +semaphore' if sem else ''}: "
-              f"{iterations} iterations of {b}-image closures", flush=True)
+        log.info("%s %s N=%d %s%s: %d iterations of %s-image closures", network, server, n, mode,
+                 " +semaphore" if sem else "", iterations, b)
         t0, w0 = time.perf_counter(), time.time()
         go(iterations)
         seconds = time.perf_counter() - t0
