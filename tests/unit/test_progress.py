@@ -45,3 +45,37 @@ def test_the_command_line_sets_the_level_with_v_and_q(capsys):
         assert logging.getLogger("repro").level == level
     capsys.readouterr()
     progress.setup(0)
+
+
+def test_a_heartbeat_inside_a_long_item_at_most_once_a_minute(caplog):
+    """Inside one long item (a cluster of the cpu profile) a line still comes at least once a minute."""
+    clock, log = Clock(), logging.getLogger("repro.test")
+    caplog.set_level(logging.INFO, logger="repro")
+    p = progress.Progress(log, "clusters", 3, now=clock)
+    clock.t += 59
+    assert p.beat() is None  # less than a minute since the last line
+    clock.t += 1
+    assert p.beat() == "clusters: 0/3 done, item 1 running for 1:00, elapsed 1:00"  # no pace yet: no ETA
+    assert p.beat() is None  # just logged
+    clock.t += 30
+    p.done("ring, 2 workers")  # 1/3 after 1:30: 3:00 left
+    clock.t += 60
+    assert p.beat() == "clusters: 1/3 done, item 2 running for 1:00, elapsed 2:30, ETA 2:00"
+    clock.t += 600
+    assert p.beat() == "clusters: 1/3 done, item 2 running for 11:00, elapsed 12:30, ETA 0:00"  # over the pace
+    p.done(), p.done()
+    clock.t += 600
+    assert p.beat() is None  # all done
+
+
+def test_the_heartbeat_thread_runs_only_inside_with(caplog, monkeypatch):
+    import time
+
+    caplog.set_level(logging.INFO, logger="repro")
+    monkeypatch.setattr(progress.Progress, "HEARTBEAT_S", 0.05)
+    with progress.Progress(logging.getLogger("repro.test"), "children", 2) as p:
+        time.sleep(0.4)
+        inside = sum("running for" in r.getMessage() for r in caplog.records)
+    time.sleep(0.3)
+    after = sum("running for" in r.getMessage() for r in caplog.records)
+    assert inside >= 1 and after <= inside + 1 and p._stop.is_set()

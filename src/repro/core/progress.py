@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 
 FORMAT = "%(asctime)s %(name)s: %(message)s"
@@ -56,12 +57,18 @@ class Progress:
     mean time of the finished items times those left (``weights``: an item's share of the work, where
     items differ, e.g. a cluster's workers); ``now`` is injectable for tests."""
 
+    HEARTBEAT_S = 60.0  # inside ``with``: a line at least this often while an item runs
+
     def __init__(self, log: logging.Logger, what: str, total: int, weights=None, now=time.monotonic):
         self.log, self.what, self.total, self.now = log, what, max(int(total), 0), now
+        self._stop = threading.Event()
+        self._last = now()  # when the last line was logged
         self.weights = list(weights) if weights is not None else [1.0] * self.total
         if len(self.weights) != self.total:
             raise ValueError(f"progress of {what}: {len(self.weights)} weights for {total} items")
         self.start, self.k = now(), 0
+        self._last_done = self.start  # when the last item finished (or the start)
+        self._eta_done: float | None = None  # the ETA logged then
         if not logging.getLogger("repro").handlers and not logging.getLogger().handlers:
             setup()  # a process that configured no logging (a child, `python -m ...`) still shows progress
         log.info("%s: %d to do", what, self.total)
@@ -77,9 +84,37 @@ class Progress:
     def done(self, label: str = "", detail: str = "") -> str:
         """One more item finished: logs and returns ``what k/N label (detail), elapsed m:ss, ETA m:ss``."""
         self.k = min(self.k + 1, self.total)
-        eta = self.eta()
+        self._last_done = self.now()
+        eta = self._eta_done = self.eta()
         line = (f"{self.what} {self.k}/{self.total}" + (f" {label}" if label else "")
                 + (f" ({detail})" if detail else "") + f", elapsed {clock(self.now() - self.start)}"
                 + (f", ETA {clock(eta)}" if eta is not None and self.k < self.total else ""))
         self.log.info(line)
+        self._last = self.now()
         return line
+
+    def beat(self) -> str | None:
+        """The line for an item still running (``what: k/N done, item k+1 running m:ss, elapsed, ETA``), logged
+        where nothing was logged for :attr:`HEARTBEAT_S`; ``None`` otherwise."""
+        if self.k >= self.total or self.now() - self._last < self.HEARTBEAT_S:
+            return None
+        eta, since = self._eta_done, self.now() - self._last_done  # the ETA of the last finished item, run down
+        line = (f"{self.what}: {self.k}/{self.total} done, item {self.k + 1} running for {clock(since)}, "
+                f"elapsed {clock(self.now() - self.start)}"
+                + (f", ETA {clock(max(eta - since, 0.0))}" if eta is not None else ""))
+        self.log.info(line)
+        self._last = self.now()
+        return line
+
+    def __enter__(self) -> Progress:
+        """A heartbeat while the block runs: :meth:`beat` checked every few seconds on a daemon thread, so
+        a console and a notebook's log show the run alive even inside one long item."""
+        def loop():
+            while not self._stop.wait(min(5.0, self.HEARTBEAT_S)):
+                self.beat()
+
+        threading.Thread(target=loop, name=f"progress {self.what}", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()

@@ -122,24 +122,24 @@ def sweep_children(run, p: CostStudyParams, children: list[dict], n_gpus: int) -
         shutil.rmtree(root, ignore_errors=True)
     kept, rows, epochs, last = resume.finished(root), [], [], 0.0
     run.note("checkpoints", str(root))
-    progress = Progress(log, "cost_study children", len(children))
-    for i, child in enumerate(children, 1):
-        if child["label"] in kept:
-            rows.append(kept[child["label"]]["row"])
-            epochs += kept[child["label"]]["epochs"]
-            resume.restore(root, child["label"], run.dir)
-            progress.done(child["label"], "kept from an earlier run cut short")
-            continue
-        if why := training.stop_reason(last):
-            raise training.DeadlineReached(f"cost_study stopped before child {i} of {len(children)} ({why}); "
-                                           f"{len(rows)} finished children kept in {root}")
-        row, child_epochs = _one_child(run, p, child, gpu_ids)
-        resume.keep(root, row, child_epochs, run.dir)
-        rows.append(row)
-        epochs += child_epochs
-        last = float(row["wall_s"])
-        progress.done(child["label"], f"learn {row['t_learn_s']:.1f} s, total {row['wall_s']:.1f} s, peak RSS "
-                      f"{row['peak_rss_mb']:.0f} MB, test acc {row['final_test_accuracy']:.3f}")
+    with Progress(log, "cost_study children", len(children)) as progress:
+        for i, child in enumerate(children, 1):
+            if child["label"] in kept:
+                rows.append(kept[child["label"]]["row"])
+                epochs += kept[child["label"]]["epochs"]
+                resume.restore(root, child["label"], run.dir)
+                progress.done(child["label"], "kept from an earlier run cut short")
+                continue
+            if why := training.stop_reason(last):
+                raise training.DeadlineReached(f"cost_study stopped before child {i} of {len(children)} ({why}); "
+                                               f"{len(rows)} finished children kept in {root}")
+            row, child_epochs = _one_child(run, p, child, gpu_ids)
+            resume.keep(root, row, child_epochs, run.dir)
+            rows.append(row)
+            epochs += child_epochs
+            last = float(row["wall_s"])
+            progress.done(child["label"], f"learn {row['t_learn_s']:.1f} s, total {row['wall_s']:.1f} s, peak RSS "
+                          f"{row['peak_rss_mb']:.0f} MB, test acc {row['final_test_accuracy']:.3f}")
     return pd.DataFrame(rows), pd.DataFrame(epochs)
 
 

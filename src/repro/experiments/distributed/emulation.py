@@ -164,16 +164,16 @@ def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.Data
     if skip:
         run.note("emulated horovod", HOROVOD_NOT_INSTALLED)
     repeats, grid = p["emulate_repeats"], [c for c in todo if c["method"] not in skip]
-    progress = Progress(log, "emulated clusters", repeats * len(grid),
-                        weights=[c["dilation"] * c["workers"] for _ in range(repeats) for c in grid])
-    for rep in range(1, repeats + 1):  # the whole grid once, then again: a slow spell of the machine hits one run
-        for c in grid:
-            name = f"emulated-{c['method']}-{c['workers']}" + (f"-run{rep}" if repeats > 1 else "")
-            net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
-            s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / name, network=net,
-                                    models=models, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
-            summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
-            progress.done(f"{c['method']}, {c['workers']} worker(s), run {rep}", f"dilation {c['dilation']:g}")
+    weights = [c["dilation"] * c["workers"] for _ in range(repeats) for c in grid]
+    with Progress(log, "emulated clusters", repeats * len(grid), weights=weights) as progress:
+        for rep in range(1, repeats + 1):  # the whole grid once, then again: a slow spell of the machine hits one run
+            for c in grid:
+                name = f"emulated-{c['method']}-{c['workers']}" + (f"-run{rep}" if repeats > 1 else "")
+                net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
+                s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / name, network=net,
+                                        models=models, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+                summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
+                progress.done(f"{c['method']}, {c['workers']} worker(s), run {rep}", f"dilation {c['dilation']:g}")
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
     out = {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),

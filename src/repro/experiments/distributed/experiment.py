@@ -100,13 +100,13 @@ def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFram
     summary, per_worker = [], []
     todo = [(method, n) for method in p["methods"] if not (horovod_missing and method == "horovod")
             for n in p["workers"]]
-    progress = Progress(log, "distributed clusters", len(todo), weights=[n for _, n in todo])
-    for method, n in todo:
-        s, w = runs.cluster_run(method, n, p, run.dir / "clusters" / f"{method}-{n}")
-        summary += s
-        per_worker += w
-        progress.done(f"{method}, {n} worker(s)", ", ".join(f"{r['model']} {r['total_images_per_sec']:.1f} images/s"
-                                                            for r in s))
+    with Progress(log, "distributed clusters", len(todo), weights=[n for _, n in todo]) as progress:
+        for method, n in todo:
+            s, w = runs.cluster_run(method, n, p, run.dir / "clusters" / f"{method}-{n}")
+            summary += s
+            per_worker += w
+            rates = ", ".join(f"{r['model']} {r['total_images_per_sec']:.1f} images/s" for r in s)
+            progress.done(f"{method}, {n} worker(s)", rates)
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 

@@ -241,25 +241,25 @@ def runs(p: SpeedupParams, base: Path, emu=None, plan=None, tag: str = "train") 
     env = cluster.thread_env(p["threads_per_worker"])
     plan = plan or [{"server": s, "workers": n, "networks": p["measure_networks"], "dilation": 1.0}
                     for s in p["measure_servers"] for n in p["measure_workers"]]
-    progress = Progress(log, f"speedup {tag} clusters", len(plan),
-                        weights=[c["dilation"] * len(c["networks"]) for c in plan])
-    for c in plan:
-        server, n, k = c["server"], c["workers"], c["dilation"]
-        kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
-                  "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
-                  "batches": p["measure_batches"], "modes": p["measure_modes"],
-                  "semaphore": p["semaphore"] and n > 1,  # one worker: nothing to serialise
-                  "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
-        if emu:
-            kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
-        link = emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"])
-        res = cluster.run_cluster(
-            f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n, network=link, env=env,
-            launcher=launcher(p, link), timeout=p["timeout"], ready_timeout=180,
-            run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
-        for net in res.results["chief:0"]["networks"]:
-            rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
-        progress.done(f"{server} server, N = {n}", f"{', '.join(c['networks'])}; dilation {k:g}")
+    with Progress(log, f"speedup {tag} clusters", len(plan),
+                  weights=[c["dilation"] * len(c["networks"]) for c in plan]) as progress:
+        for c in plan:
+            server, n, k = c["server"], c["workers"], c["dilation"]
+            kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
+                      "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
+                      "batches": p["measure_batches"], "modes": p["measure_modes"],
+                      "semaphore": p["semaphore"] and n > 1,  # one worker: nothing to serialise
+                      "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
+            if emu:
+                kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
+            link = emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"])
+            res = cluster.run_cluster(
+                f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n, network=link, env=env,
+                launcher=launcher(p, link), timeout=p["timeout"], ready_timeout=180,
+                run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
+            for net in res.results["chief:0"]["networks"]:
+                rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
+            progress.done(f"{server} server, N = {n}", f"{', '.join(c['networks'])}; dilation {k:g}")
     return pd.DataFrame(rows)
 
 
