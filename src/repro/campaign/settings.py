@@ -1,0 +1,142 @@
+"""The campaign's settings (from the environment), its log lines, and the plan: which steps fit a call.
+
+Standard library only: this runs on the lent machine before the carried wheels are installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+STEP_EXPERIMENTS = {"optimizers": "optimizers", "mnist": "mnist_cnn", "cost": "cost_study"}
+COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two networks, two repetitions
+# Each step's estimated seconds on a lent H100 with the gpu-h100 profiles (2026-11-27,
+# benchmarks/results/gpu-h100-2026-11-27-campaign; an H200: about 10 % less) and the least time worth starting
+# it with: the optimizers' first epoch compiles (31.5 s), a cost child takes up to 45 s.
+ESTIMATE_S = {"optimizers": 484, "mnist": 23, "bench": 300}
+COST_CHILD_S = 25  # 24 children of 17-45 s
+LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50}
+CARRY_MAX_MIB = 63  # the device tool carries <= 64 MiB, tree and .carry together
+
+
+class CampaignError(Exception):
+    """A campaign command that cannot go on (one line, exit status 1)."""
+
+
+def experiment_of(step: str) -> str:
+    if step not in STEP_EXPERIMENTS:
+        raise CampaignError(f"unknown step '{step}'; steps: optimizers cost mnist (and bench)")
+    return STEP_EXPERIMENTS[step]
+
+
+def _default_python(root: Path) -> str:
+    venv = root / ".venv" / "bin" / "python"
+    return str(venv) if os.access(venv, os.X_OK) else "python3"
+
+
+@dataclass
+class Settings:
+    """What a campaign command works with: the tree, the carried folder, the steps and the deadline."""
+
+    root: Path
+    carry: Path
+    state: Path
+    python: str
+    steps: list[str]
+    profile: str = "gpu-h100"
+    deadline_s: int = 575  # work ends this long after the start (a command: 600 s at most)
+    stop_margin_s: int = 15  # REPRO_DEADLINE this much earlier: a cut run's checkpoints are written
+    min_step_s: int | None = None  # set: every step's least time; else each step's own
+    probe_s: int = 0  # > 0: probe first (compiles the optimizers' program; the step loads it from the JAX cache)
+    probe_args: list[str] = field(default_factory=lambda: ["0", "0"])
+    cache_max_mib: float = 5.0  # a larger JAX cache is left out of the state tarball
+    t0: float = field(default_factory=time.time)
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, root: Path | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        root = root or Path(__file__).resolve().parents[3]
+        carry = Path(env.get("CARRY") or root / ".carry")
+        return cls(root=root, carry=carry, state=Path(env.get("STATE") or carry / "state"),
+                   python=env.get("PYTHON") or _default_python(root),
+                   steps=(env.get("STEPS") or "optimizers mnist cost").split(),
+                   profile=env.get("STEP_PROFILE") or "gpu-h100", deadline_s=int(env.get("DEADLINE_S") or 575),
+                   stop_margin_s=int(env.get("STOP_MARGIN_S") or 15),
+                   min_step_s=int(env["MIN_STEP_S"]) if env.get("MIN_STEP_S") else None,
+                   probe_s=int(env.get("PROBE_S") or 0),
+                   probe_args=(env.get("PROBE_ARGS") or "0 0").split(),
+                   cache_max_mib=float(env.get("CACHE_MAX_MIB") or 5))
+
+    @property
+    def results(self) -> Path:
+        """REPRO_RESULTS of the steps: the carried state's results."""
+        return self.state / "results"
+
+    def left(self, now: float | None = None) -> int:
+        """Seconds until the work's deadline."""
+        return int(self.t0 + self.deadline_s - (time.time() if now is None else now))
+
+    def least_s(self, step: str) -> int:
+        return self.min_step_s if self.min_step_s is not None else LEAST_S.get(step, 20)
+
+
+class Log:
+    """``gpu_campaign +Ns: ...`` lines on stdout and, where given, appended to a file (campaign.log)."""
+
+    def __init__(self, t0: float, path: Path | None = None, stream: TextIO | None = None):
+        self.t0, self.path, self.stream = t0, path, stream or sys.stdout
+
+    def raw(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        if self.path is not None:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(text)
+
+    def say(self, message: str) -> None:
+        self.raw(f"gpu_campaign +{int(time.time() - self.t0)}s: {message}\n")
+
+
+def finished_run(base: Path) -> str | None:
+    """The finished run LATEST names in ``base`` (an experiment's results folder), else None."""
+    try:
+        run = (base / "LATEST").read_text().strip()
+    except OSError:
+        return None
+    return run if run and (base / run / "provenance.json").is_file() else None
+
+
+def cost_children_left(s: Settings) -> int:
+    """Of the gpu-h100 sweep's 24 children: those not kept by an earlier call."""
+    root = s.results / s.profile / "cost_study" / ".checkpoints"
+    kept = [p for p in root.glob("*.json") if p.name != "machine.json"] if root.is_dir() else []
+    kept += [p for d in root.iterdir() if d.is_dir() for p in d.glob("*.json") if p.name != "machine.json"] \
+        if root.is_dir() else []
+    return max(COST_CHILDREN - len(kept), 0)
+
+
+def estimate_s(s: Settings, step: str) -> int:
+    return COST_CHILD_S * cost_children_left(s) if step == "cost" else ESTIMATE_S[step]
+
+
+def plan_lines(s: Settings) -> list[str]:
+    """One line per step: done by an earlier call, fits, cut at the deadline (resumable) or skipped."""
+    work, t = s.deadline_s - s.stop_margin_s, 0
+    lines = [f"plan ({s.profile}, estimates measured on an H100): {work} s of work"]
+    for step in s.steps:
+        if step != "bench" and finished_run(s.results / s.profile / experiment_of(step)):
+            lines.append(f"  {step}: finished by an earlier call")
+            continue
+        est = estimate_s(s, step)
+        if t + est <= work:
+            lines.append(f"  {step}: ~{est} s, fits (ends near +{t + est} s)")
+        elif work - t >= s.least_s(step):
+            lines.append(f"  {step}: ~{est} s, cut at the deadline after ~{work - t} s (its state kept: resume it)")
+        else:
+            lines.append(f"  {step}: ~{est} s, skipped (needs at least {s.least_s(step)} s)")
+        t = min(t + est, work)
+    return lines
