@@ -1,5 +1,5 @@
 """``python -m repro.campaign prepare|plan|run|resume TAR...|collect TAR...|--rehearse [DIR]|rehearse-env``
-(:mod:`repro.campaign`); a command that cannot go on is one line on stderr and exit status 1."""
+(:mod:`repro.campaign`); a command that cannot go on is one line on stderr (``repro: error: ...``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import repro.campaign as _doc
+from repro.core import errors
 
-from .settings import CampaignError, Log, Settings, plan_lines
+from .settings import Log, Settings, plan_lines
 
 
 def main(argv: list[str]) -> int:
@@ -46,6 +47,5 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except CampaignError as exc:
-        sys.stderr.write(f"gpu_campaign: {exc}\n")
-        sys.exit(1)
+    except errors.ReproError as exc:  # the package's one handler: `repro: error: ...`, the family's exit code
+        sys.exit(errors.report(exc))

@@ -11,6 +11,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from repro.core import errors
+
 from .device import size
 from .settings import CARRY_MAX_MIB, CampaignError, Log, Settings
 
@@ -75,9 +77,9 @@ def prepare(s: Settings, log: Log) -> None:
     s.state.mkdir(parents=True, exist_ok=True)
     src = _python_out(s, "from repro.ml import data; print(data.fashion_dir() or '')")
     if not src:
-        raise CampaignError("Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)")
+        raise errors.MissingEnvironment("Fashion-MNIST not found here (apt-get install dataset-fashion-mnist)")
     if Path(src).resolve().is_relative_to(s.carry.resolve()):
-        raise CampaignError(f"Fashion-MNIST found only in {src} (the carry itself): "
+        raise errors.MissingEnvironment(f"Fashion-MNIST found only in {src} (the carry itself): "
                             "apt-get install dataset-fashion-mnist")
     for old in dest.iterdir():
         old.unlink()

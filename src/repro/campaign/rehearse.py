@@ -13,9 +13,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from repro.core import errors
+
 from . import carry
 from .device import UNFINISHED
-from .settings import CampaignError, Log, Settings
+from .settings import Log, Settings
 
 # what the GPU machine's image has and the campaign uses: the rehearsal's venv gets these
 GPU_IMAGE = ("jax==0.11.2 jaxlib==0.11.2 numpy==2.5.2 pandas==3.1.1 scipy==1.18.1 matplotlib==3.11.2 seaborn==0.13.2 "
@@ -85,7 +87,7 @@ def rehearse(s: Settings, dest: Path | None, log: Log) -> Path:
     log.say(f"rehearsal: call 1 (cut after one epoch) into {work / 'call1'}")
     rc = _call(py, env, OUT=str(work / "call1"), SITE=str(work / "site1"), REPRO_STOP_AFTER_EPOCHS="1")
     if rc != UNFINISHED:
-        raise CampaignError(f"rehearsal: call 1 should leave an unfinished step (exit {UNFINISHED}), exit {rc}")
+        raise errors.RunFailed(f"rehearsal: call 1 should leave an unfinished step (exit {UNFINISHED}), exit {rc}")
     resumed = Settings.from_env({**os.environ, "STATE": str(work / "state"), "CARRY": str(s.carry),
                                  "PYTHON": s.python}, s.root)
     carry.resume(resumed, sorted((work / "call1").glob("*.tar.gz")), log)
@@ -94,7 +96,7 @@ def rehearse(s: Settings, dest: Path | None, log: Log) -> Path:
     env.pop("REPRO_STOP_AFTER_EPOCHS", None)
     rc = _call(py, env, OUT=str(work / "call2"), SITE=str(work / "site2"), WHEEL_INSTALL="unzip")
     if rc != 0:
-        raise CampaignError(f"rehearsal: call 2 should finish every step, exit {rc}")
+        raise errors.RunFailed(f"rehearsal: call 2 should finish every step, exit {rc}")
     dest.mkdir(parents=True, exist_ok=True)
     carry.collect(s, dest, sorted((work / "call1").glob("*.tar.gz")) + sorted((work / "call2").glob("*.tar.gz")),
                   log)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from repro.core import errors  # standard library only, as this module
+
 STEP_EXPERIMENTS = {"optimizers": "optimizers", "mnist": "mnist_cnn", "cost": "cost_study"}
 COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two networks, two repetitions
 # Each step's estimated seconds on a lent H100 with the gpu-h100 profiles (2026-11-27,
@@ -23,8 +25,7 @@ LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50}
 CARRY_MAX_MIB = 63  # the device tool carries <= 64 MiB, tree and .carry together
 
 
-class CampaignError(Exception):
-    """A campaign command that cannot go on (one line, exit status 1)."""
+CampaignError = errors.BadInput  # a campaign command given what it cannot work with (one line, exit 2)
 
 
 def experiment_of(step: str) -> str:
