@@ -88,3 +88,22 @@ def test_memory_over_weights_shows_each_networks_first_cpu_row():
     both = _runs(16).assign(backend=["tensorflow"] * 10 + ["jax"])
     assert verdicts.memory_over_weights({"memory": _memory(), "runs": both}, P).gate.detail.endswith(
         "includes JAX and TensorFlow itself")
+
+
+def test_a_cheaper_gpu_instance_does_not_stand_for_the_cpu_core_optimum():
+    """On a GPU host (16 cores + an H100) the cheapest MNIST configuration may be the GPU instance: the optimal
+    table then also lists the cheapest CPU-only one, and the claim (a CPU core count) is judged on that."""
+    from repro.experiments.cost_study import analysis
+
+    base = {"network": "mnist_cnn", "provider": "google_cloud_2017", "kind": "measured", "billing_step_s": 60.0,
+            "minimum_s": 600.0, "instance": "x", "price_source": "test"}
+    costs = pd.DataFrame([{**base, "cores": 16, "gpus": 1, "cost_mean": 0.05, "t_sum_mean_s": 40.0},
+                          {**base, "cores": 8, "gpus": 0, "cost_mean": 0.08, "t_sum_mean_s": 300.0},
+                          {**base, "cores": 16, "gpus": 0, "cost_mean": 0.09, "t_sum_mean_s": 200.0}])
+    opt = analysis.optimal_table(costs)
+    measured = opt[opt["among"] == "measured"]
+    assert list(zip(measured["cores"], measured["gpus"])) == [(16, 1), (8, 0)]  # the overall best, then the CPU one
+    m = verdicts.optimal_cores_mnist({"runs": _runs(16), "optimal": opt}, P)
+    assert m.value == 8.0 and "cheapest measured: 8 core(s)" in m.ours
+    cpu_only = analysis.optimal_table(costs[costs["gpus"] == 0])  # without the GPU: one row, the same optimum
+    assert list(cpu_only[cpu_only["among"] == "measured"]["cores"]) == [8]

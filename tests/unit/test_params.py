@@ -55,19 +55,19 @@ def test_command_line_strings_are_parsed_by_type():
 
 
 def test_list_and_bool_parameters():
-    ints = ParamSpec("cores", "list[int]", min=1, max=4)
+    ints = ParamSpec(name="cores", type="list[int]", min=1, max=4)
     assert ints.parse("1,2, 4") == [1, 2, 4]
-    assert ints.validate((1, 2)) == [1, 2]
+    assert ints.check((1, 2)) == [1, 2]
     with pytest.raises(ParameterError, match="parameter 'cores': expected a non-empty list of integers"):
         ints.parse("1,8")
     with pytest.raises(ParameterError):
-        ints.validate([])
-    flag = ParamSpec("resume", "bool")
+        ints.check([])
+    flag = ParamSpec(name="resume", type="bool")
     assert flag.parse("true") is True and flag.parse("0") is False
     with pytest.raises(ParameterError):
         flag.parse("maybe")
-    opt = ParamSpec("limit", "int", nullable=True)
-    assert opt.parse("none") is None and opt.validate(None) is None
+    opt = ParamSpec(name="limit", type="int", nullable=True)
+    assert opt.parse("none") is None and opt.check(None) is None
 
 
 def test_every_profile_of_every_experiment_is_valid():

@@ -51,18 +51,22 @@ def _null_word(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """Schema of one parameter."""
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    type: str
+
+class ParamSpec(_Strict):
+    """Schema of one parameter: an entry of ``parameters:`` (its ``name`` is the entry's key), and how a value
+    of it is checked and parsed. The one class for both: the file's schema and what the code uses."""
+
+    name: str = ""
+    type: Literal[_TYPES]  # type: ignore[valid-type]
     help: str = ""
     min: float | None = None
     max: float | None = None
-    choices: tuple | None = None
+    choices: tuple[int | float | str, ...] | None = None
     nullable: bool = False
-    length: int | None = None  # exact length of a list
+    length: int | None = Field(default=None, ge=1)  # exact length of a list
 
     def describe(self) -> str:
         """Human-readable allowed values, e.g. 'an integer >= 1'."""
@@ -111,7 +115,7 @@ class ParamSpec:
 
         return TypeAdapter(self.annotation)
 
-    def validate(self, value: Any) -> Any:
+    def check(self, value: Any) -> Any:
         """Return the value, normalised (ints accepted for floats, lists as lists), or raise."""
         try:
             return self._adapter.validate_python(value)
@@ -141,26 +145,10 @@ class ParamSpec:
                     out.append(item)
             except ValueError:
                 raise self._fail(text) from None
-        return self.validate(out if self.type.startswith("list[") else out[0])
+        return self.check(out if self.type.startswith("list[") else out[0])
 
 
 # ------------------------------------------------------------------ the file's own schema
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ParameterDecl(_Strict):
-    """One entry of ``parameters:``."""
-
-    type: Literal[_TYPES]  # type: ignore[valid-type]
-    help: str = ""
-    min: float | None = None
-    max: float | None = None
-    choices: list[int | float | str] | None = None
-    nullable: bool = False
-    length: int | None = Field(default=None, ge=1)
 
 
 class ProfileDecl(_Strict):
@@ -178,7 +166,7 @@ class ProfileFile(_Strict):
     paper: str = ""
     notebook: str
     default_profile: str = "smoke"
-    parameters: dict[str, ParameterDecl] = Field(min_length=1)
+    parameters: dict[str, ParamSpec] = Field(min_length=1)
     defaults: dict[str, Any] = Field(default_factory=dict)
     profiles: dict[str, ProfileDecl] = Field(min_length=1)
 
@@ -299,17 +287,14 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
         doc = ProfileFile.model_validate(raw)
     except ValidationError as err:
         raise ParameterError(one_line(err, where)) from None
-    params = {pname: ParamSpec(name=pname, type=p.type, help=p.help, min=p.min, max=p.max,
-                               choices=tuple(p.choices) if p.choices is not None else None,
-                               nullable=p.nullable, length=p.length)
-              for pname, p in doc.parameters.items()}
+    params = {pname: p.model_copy(update={"name": pname}) for pname, p in doc.parameters.items()}
     spec = ExperimentSpec(name=name, title=doc.title, paper=doc.paper, notebook=doc.notebook,
                           module=f"{PACKAGE}.{name}.experiment", default_profile=doc.default_profile,
                           params=params, profiles={}, defaults=dict(doc.defaults))
     spec.check_names(doc.defaults, f"{where}: defaults: ")
     for pname, value in doc.defaults.items():
         try:
-            params[pname].validate(value)
+            params[pname].check(value)
         except ParameterError as err:
             raise ParameterError(f"{where}: defaults: {err}") from None
     for pname, prof in doc.profiles.items():
