@@ -191,11 +191,14 @@ def _dilation_check(run, p: DistributedParams, q: DistributedParams, todo: list[
     """The clusters of :func:`check_plan`, run with ``dilation_check_models`` (their summary rows)."""
     prof, rows = hardware.load(emulated(p)), []
     chosen = [m for m in models if m["name"] in p.get("dilation_check_models", [])]
-    for c in todo:
-        net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
-        s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / f"dilation-check-{c['method']}",
-                                network=net, models=chosen, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
-        rows += [dict(r, dilation=c["dilation"], against=c["against"], hardware=prof.name) for r in s]
+    with Progress(log, "dilation-check clusters", len(todo)) as progress:
+        for c in todo:
+            net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
+            s, _ = runs.cluster_run(c["method"], c["workers"], q,
+                                    run.dir / "clusters" / f"dilation-check-{c['method']}", network=net,
+                                    models=chosen, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+            rows += [dict(r, dilation=c["dilation"], against=c["against"], hardware=prof.name) for r in s]
+            progress.done(f"{c['method']}, {c['workers']} worker(s)", f"dilation {c['dilation']:g}")
     return pd.DataFrame(rows).drop(columns=["window_bytes"], errors="ignore")
 
 

@@ -3,6 +3,7 @@ runs and the bandwidth sweep, each on a fresh cluster of :func:`repro.cluster.ru
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 from repro import cluster
 from repro.core.params import ParameterError
+from repro.core.progress import Progress
 from repro.experiments.distributed.arithmetic import (
     images_per_second,
     rate_bits,
@@ -23,6 +25,8 @@ from repro.experiments.distributed.common import (
 )
 from repro.experiments.distributed.models import MIN_SIZE, PAPER_SIZE
 from repro.experiments.distributed.paramtypes import DistributedParams
+
+log = logging.getLogger(__name__)
 
 SWEEP_COLUMNS = ["method", "bandwidth", "bandwidth_mbps", "model", "workers", "model_mb", "measured_sent_mb_per_step",
                  "measured_received_mb_per_step", "analytic_mb_per_step", "measured_over_analytic",
@@ -170,29 +174,32 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
     m = model_specs(p)[0]
     env = cluster.thread_env(p["threads_per_worker"])
     rows = []
-    for trial in range(1, p.get("fault_trials", 1) + 1):
-        for method, job in _fault_jobs(p, m):
-            d = base / (f"{method}-kill" + (f"-{trial}" if trial > 1 else ""))
-            t0 = time.perf_counter()
-            row = dict.fromkeys(FAULT_COLUMNS, None) | {"trial": trial, "method": method, "workers": 2,
-                                                        "model": m["name"], "killed": "worker:1", "outcome": "",
-                                                        "error": ""}
-            slurm = p["launcher"] == "slurm"  # worker 1 in a job step of its own: scancel stops it alone
-            try:
-                res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120,
-                                          run_dir=d, env=env, launcher=p["launcher"],
-                                          separate=("worker:1",) if slurm else (), **job)
-                if method.startswith("ps_"):
-                    r = res.results["chief:0"]
-                    row.update(outcome="finished with the remaining worker", scheduled=r["scheduled"],
-                               completed=r["completed"], lost=r["lost"], updates=r["updates"])
-                else:
-                    row.update(outcome="finished")
-            except (cluster.ClusterError, cluster.TaskFailed, cluster.ClusterTimeout) as exc:
-                row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
-            row["seconds"] = time.perf_counter() - t0
-            row["orphans"] = _no_leftovers(d)
-            rows.append(row)
+    trials = p.get("fault_trials", 1)
+    with Progress(log, "kill-a-worker runs", trials * len(_fault_jobs(p, m))) as progress:
+        for trial in range(1, trials + 1):
+            for method, job in _fault_jobs(p, m):
+                d = base / (f"{method}-kill" + (f"-{trial}" if trial > 1 else ""))
+                t0 = time.perf_counter()
+                row = dict.fromkeys(FAULT_COLUMNS, None) | {"trial": trial, "method": method, "workers": 2,
+                                                            "model": m["name"], "killed": "worker:1", "outcome": "",
+                                                            "error": ""}
+                slurm = p["launcher"] == "slurm"  # worker 1 in a job step of its own: scancel stops it alone
+                try:
+                    res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120,
+                                              run_dir=d, env=env, launcher=p["launcher"],
+                                              separate=("worker:1",) if slurm else (), **job)
+                    if method.startswith("ps_"):
+                        r = res.results["chief:0"]
+                        row.update(outcome="finished with the remaining worker", scheduled=r["scheduled"],
+                                   completed=r["completed"], lost=r["lost"], updates=r["updates"])
+                    else:
+                        row.update(outcome="finished")
+                except (cluster.ClusterError, cluster.TaskFailed, cluster.ClusterTimeout) as exc:
+                    row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
+                row["seconds"] = time.perf_counter() - t0
+                row["orphans"] = _no_leftovers(d)
+                rows.append(row)
+                progress.done(f"{method}, trial {trial}", str(row["outcome"]))
     return pd.DataFrame(rows, columns=FAULT_COLUMNS)
 
 
@@ -205,10 +212,12 @@ def bandwidth_sweep(p: DistributedParams, base: Path, throughput: pd.DataFrame) 
     at_n = throughput[throughput["workers"] == n]
     compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
     q: DistributedParams = {**p, "steps": p["sweep_steps"], "warmup_steps": 1}
-    rows = []
-    for bw in p["sweep_bandwidths"]:
-        for method in p["sweep_methods"]:
-            summary, _ = cluster_run(method, n, q, base / f"sweep-{method}-{bw}", network=cluster.Network(bandwidth=bw),
-                                     models=models)
-            rows += sweep_rows(method, bw, summary, q, compute_bound)
+    rows: list[dict] = []
+    with Progress(log, "bandwidth sweep clusters", len(p["sweep_bandwidths"]) * len(p["sweep_methods"])) as progress:
+        for bw in p["sweep_bandwidths"]:
+            for method in p["sweep_methods"]:
+                summary, _ = cluster_run(method, n, q, base / f"sweep-{method}-{bw}",
+                                         network=cluster.Network(bandwidth=bw), models=models)
+                rows += sweep_rows(method, bw, summary, q, compute_bound)
+                progress.done(f"{method} at {bw}")
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
