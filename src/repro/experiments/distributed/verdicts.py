@@ -161,7 +161,7 @@ def vgg_worst(g: _Grid) -> Measured:
         if len(eff) else NO
     if g.nmax == g.nmin or eff.empty:
         return Measured(ours, gate=V.not_measured("ring measured at fewer than two worker counts"), runs=g.runs)
-    if not any(m.startswith("vgg") for m in eff.index) or len(eff) < 2:
+    if not any(m.startswith("vgg") for m in eff.index) or all(m.startswith("vgg") for m in eff.index):
         return Measured(ours, gate=V.not_testable("needs VGG and another model in the profile"), runs=g.runs)
     if g.shared:
         return Measured(ours, gate=V.not_testable(g.share_note), runs=g.runs)
