@@ -13,17 +13,12 @@ from pathlib import Path
 
 from repro.core import errors
 
-from .device import size
-from .settings import CARRY_MAX_MIB, CampaignError, Log, Settings
+from .settings import CARRY_MAX_MIB, CampaignError, Log, Settings, mib, size
 
 # what the GPU machine's image lacks (its own numpy, pandas, scipy, matplotlib, seaborn, psutil, pyyaml, jax
 # stay); versions pinned to what this checkout is tested with
 WHEELS = ("keras==3.15.1 namex==0.1.0 optree==0.20.0 mlxtend==0.25.0 pydantic==2.14.4 pydantic_core==2.50.5 "
           "annotated-types==0.8.0 typing-inspection==0.4.5").split()
-
-
-def _mib(n: float) -> str:
-    return f"{n / 1048576:.1f}"
 
 
 def _python_out(s: Settings, code: str, *args: str) -> str:
@@ -62,7 +57,7 @@ def carry_check(s: Settings, log: Log) -> bool:
                            capture_output=True, text=True).stdout.split("\0")
     tree = sum((s.root / n).stat().st_size for n in names if n and (s.root / n).is_file())
     carry = size(s.carry) + (0 if s.state.resolve().is_relative_to(s.carry.resolve()) else size(s.state))
-    log.say(f"carried: tree {_mib(tree)} MiB + .carry {_mib(carry)} MiB = {_mib(tree + carry)} MiB "
+    log.say(f"carried: tree {mib(tree)} MiB + .carry {mib(carry)} MiB = {mib(tree + carry)} MiB "
             f"(the device tool's limit: 64 MiB; kept under {CARRY_MAX_MIB})")
     return tree + carry <= CARRY_MAX_MIB * 1048576
 
@@ -131,7 +126,7 @@ def resume(s: Settings, tarballs: list[Path], log: Log) -> None:
                 log.say(f"resume: {tarball}: a cut run's state (the old layout)")
     cache = s.state / "jax-cache"
     if cache.is_dir():
-        log.say(f"JAX compilation cache: {_mib(size(cache))} MiB")
+        log.say(f"JAX compilation cache: {mib(size(cache))} MiB")
     if carry_check(s, log):
         return
     if not cache.is_dir():

@@ -16,7 +16,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .settings import CampaignError, Log, Settings, experiment_of, finished_run, plan_lines
+from .settings import CampaignError, Log, Settings, experiment_of, finished_run, mib, plan_lines, size
 
 UNFINISHED = 3  # run's exit status where a step did not finish
 
@@ -26,10 +26,9 @@ def environment(s: Settings, log: Log, site: Path, install: bool = True, how: st
     Keras on JAX, the carried data, the carried state's results and JAX compilation cache."""
     site.mkdir(parents=True, exist_ok=True)
     wheels = sorted((s.carry / "wheels").glob("*.whl"))
-    has_pip = how == "pip" and subprocess.run([s.python, "-m", "pip", "--version"], capture_output=True).returncode == 0
     if not install:
         log.say(f"wheels not installed (INSTALL_WHEELS=0): {s.python}'s own packages")
-    elif has_pip:
+    elif how == "pip" and subprocess.run([s.python, "-m", "pip", "--version"], capture_output=True).returncode == 0:
         subprocess.run([s.python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                         "--no-cache-dir", "--upgrade", "--target", str(site), *map(str, wheels)], check=True)
     else:
@@ -75,15 +74,6 @@ def timed(cmd: list[str], seconds: float, env: dict, log: Log, kill_after: float
     return rc
 
 
-def _mib(n: float) -> str:
-    return f"{n / 1048576:.1f}"
-
-
-def size(path: Path) -> int:
-    """Bytes under ``path`` (files' sizes)."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
-
-
 def pack_state(s: Settings, step: str, out: Path, log: Log) -> None:
     """What a second call resumes from (checkpoints, the JAX cache where small), relative to the state dir."""
     exp = experiment_of(step)
@@ -94,14 +84,14 @@ def pack_state(s: Settings, step: str, out: Path, log: Log) -> None:
     keep, what, cache = [ckpt.relative_to(s.state)], "checkpoints", size(s.state / "jax-cache")
     if cache <= s.cache_max_mib * 1048576:
         keep.append(Path("jax-cache"))
-        what += f", JAX cache {_mib(cache)} MiB"
+        what += f", JAX cache {mib(cache)} MiB"
     else:
-        what += f", not the JAX cache ({_mib(cache)} MiB > {s.cache_max_mib:g})"
+        what += f", not the JAX cache ({mib(cache)} MiB > {s.cache_max_mib:g})"
     tarball = out / f"{step}-state.tar.gz"
     with tarfile.open(tarball, "w:gz") as t:
         for k in keep:
             t.add(s.state / k, arcname=str(k))
-    log.say(f"{step}: state ({what}) in {tarball}, {_mib(tarball.stat().st_size)} MiB: "
+    log.say(f"{step}: state ({what}) in {tarball}, {mib(tarball.stat().st_size)} MiB: "
             "`tools/gpu_campaign.sh resume` it here")
 
 

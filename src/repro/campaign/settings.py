@@ -102,6 +102,15 @@ class Log:
         self.raw(f"gpu_campaign +{int(time.time() - self.t0)}s: {message}\n")
 
 
+def mib(n: float) -> str:
+    return f"{n / 1048576:.1f}"
+
+
+def size(path: Path) -> int:
+    """Bytes under ``path`` (files' sizes)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
 def finished_run(base: Path) -> str | None:
     """The finished run LATEST names in ``base`` (an experiment's results folder), else None."""
     try:
@@ -113,10 +122,8 @@ def finished_run(base: Path) -> str | None:
 
 def cost_children_left(s: Settings) -> int:
     """Of the gpu-h100 sweep's 24 children: those not kept by an earlier call."""
-    root = s.results / s.profile / "cost_study" / ".checkpoints"
-    kept = [p for p in root.glob("*.json") if p.name != "machine.json"] if root.is_dir() else []
-    kept += [p for d in root.iterdir() if d.is_dir() for p in d.glob("*.json") if p.name != "machine.json"] \
-        if root.is_dir() else []
+    root = s.results / s.profile / "cost_study" / ".checkpoints"  # <parameter hash>/<child>.json
+    kept = [p for pattern in ("*.json", "*/*.json") for p in root.glob(pattern) if p.name != "machine.json"]
     return max(COST_CHILDREN - len(kept), 0)
 
 

@@ -41,14 +41,12 @@ def annotation(spec: _params.ParamSpec) -> str:
 
 def source(spec: _params.ExperimentSpec) -> str:
     """The ``paramtypes.py`` of one experiment."""
-    lines = [HEADER, "from __future__ import annotations", "", "from typing import Literal, TypedDict", "", "",
+    fields = [f"    {name}: {annotation(p)}" for name, p in spec.params.items()]
+    names = "Literal, TypedDict" if any("Literal[" in f for f in fields) else "TypedDict"
+    lines = [HEADER, "from __future__ import annotations", "", f"from typing import {names}", "", "",
              f"class {class_name(spec.name)}(TypedDict):",
              f'    """The parameters of {spec.name} (experiments/{spec.name}/profile.yaml)."""', ""]
-    for name, p in spec.params.items():
-        lines.append(f"    {name}: {annotation(p)}")
-    text = "\n".join(lines) + "\n"
-    return text if "Literal[" in text else text.replace("from typing import Literal, TypedDict",
-                                                         "from typing import TypedDict")
+    return "\n".join(lines + fields) + "\n"
 
 
 def path(experiment: str) -> Path:
