@@ -302,14 +302,23 @@ def test_judge_on_the_published_run_gives_every_claim_and_the_published_verdicts
     assert list(pvo["verdict"]) == list(new["verdict"])
 
 
-def _tables(opt_cores: int, mnist: tuple[float, float], cifar: tuple[float, float], max_cores: int = 12) -> dict:
+PAPER_PROTOCOL = {"mnist_cnn": {"dataset": "mnist", "n_train": 60_000, "epochs": 12},
+                  "cifar10_cnn": {"dataset": "cifar10", "n_train": 50_000, "epochs": 200}}
+# what the gpu-h100 profile ran (2026-11-27): the stand-ins, shorter
+GPU_H100_PROTOCOL = {"mnist_cnn": {"dataset": "mnist_subset", "n_train": 4_000, "epochs": 2},
+                     "cifar10_cnn": {"dataset": "fashion_mnist_rgb32", "n_train": 5_000, "epochs": 1}}
+
+
+def _tables(opt_cores: int, mnist: tuple[float, float], cifar: tuple[float, float], max_cores: int = 12,
+            protocol: dict = PAPER_PROTOCOL) -> dict:
     """Hand-made tables of a run with 1..max_cores CPU cores and one GPU: ``mnist``/``cifar`` are
-    (GPU speed-up, GPU/CPU cost ratio) against the run with the most cores."""
+    (GPU speed-up, GPU/CPU cost ratio) against the run with the most cores; ``protocol``: each
+    network's dataset, training images and epochs (the paper's by default)."""
     runs, timing, costs = [], [], []
     for net, (speed, ratio) in (("mnist_cnn", mnist), ("cifar10_cnn", cifar)):
         for dev, k, g, t, c in (("cpu", 1, 0, 1000.0, 1.0), ("cpu", max_cores, 0, 120.0, 1.0),
                                 ("gpu", max_cores, 1, 120.0 / speed, ratio)):
-            runs.append({"network": net, "device": dev, "cores": k, "gpus": g})
+            runs.append({"network": net, "device": dev, "cores": k, "gpus": g, **protocol[net]})
             timing.append({"network": net, "device": dev, "cores": k, "gpus": g, "t_measured_mean_s": t})
             costs.append({"network": net, "device": dev, "cores": k, "gpus": g, "kind": "measured",
                           "provider": "google_cloud_2017", "cost_mean": c})
@@ -359,6 +368,29 @@ def test_gpu_findings_on_another_gpu_than_the_papers_k80_are_not_comparable():
     assert ours["gpu_mnist_faster_dearer"].startswith("3.00x faster than 12 cores; cost ratio 3.00")
 
 
+def test_a_sweep_on_the_stand_ins_or_shorter_is_not_comparable_whatever_it_measured():
+    """The gpu-h100 sweep (16 cores) ran 2 epochs of 4,000 digits: every run is under Google's 10-minute
+    minimum, so one core is cheapest. Cost is billed time: a shorter run says nothing of the paper's optimum."""
+    for opt_cores in (10, 1):
+        for protocol, why in ((GPU_H100_PROTOCOL, "mnist_subset data, not mnist; 4,000 training images, not "
+                               "60,000; 2 epochs, not 12"),
+                              ({**PAPER_PROTOCOL, "mnist_cnn": {"dataset": "mnist", "n_train": 60_000,
+                                                                "epochs": 2}}, "2 epochs, not 12")):
+            v = _verdicts(_tables(opt_cores=opt_cores, mnist=(3.0, 3.0), cifar=(5.0, 0.7), protocol=protocol))
+            assert v["optimal_cores_mnist"] == f"not comparable (mnist_cnn: {why}; google_cloud_2017 prices)"
+            assert v["gpu_mnist_faster_dearer"] == f"not comparable (mnist_cnn: {why})"
+    v = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7), protocol=GPU_H100_PROTOCOL))
+    assert v["gpu_cifar_cost_saving"] == ("not comparable (cifar10_cnn: fashion_mnist_rgb32 data, not cifar10; "
+                                          "5,000 training images, not 50,000; 1 epochs, not 200)")
+    assert v["vendor_gpu_speedup_overstated"].startswith("not comparable (mnist_cnn: mnist_subset data")
+    assert " / cifar10_cnn: fashion_mnist_rgb32" in v["vendor_gpu_speedup_overstated"]
+    no_columns = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
+    no_columns["runs"] = no_columns["runs"].drop(columns=["dataset", "n_train", "epochs"])
+    assert _verdicts(no_columns)["optimal_cores_mnist"] == ("not comparable (mnist_cnn: dataset not recorded; "
+                                                           "n_train not recorded; epochs not recorded; "
+                                                           "google_cloud_2017 prices)")
+
+
 def test_claims_that_fail_differ_and_missing_hardware_is_not_testable():
     v = _verdicts(_tables(opt_cores=2, mnist=(6.0, 3.0), cifar=(9.0, 1.3)))
     assert v["optimal_cores_mnist"] == "differs (2 outside [8, 12]; google_cloud_2017 prices)"
@@ -375,7 +407,8 @@ def test_gpu_is_compared_with_the_papers_12_cores_on_a_bigger_host():
     """On a 16-core GPU host the MNIST comparison uses the 12-core CPU run, not the 16-core one."""
     tables = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
     extra = {"network": "mnist_cnn", "device": "cpu", "cores": 16, "gpus": 0}
-    tables["runs"] = pd.concat([tables["runs"], pd.DataFrame([extra])], ignore_index=True)
+    tables["runs"] = pd.concat([tables["runs"], pd.DataFrame([{**extra, **PAPER_PROTOCOL["mnist_cnn"]}])],
+                               ignore_index=True)
     tables["timing"] = pd.concat([tables["timing"], pd.DataFrame([{**extra, "t_measured_mean_s": 20.0}])],
                                  ignore_index=True)  # 16 cores 6x faster than 12: would hide the GPU's lead
     tables["costs"] = pd.concat([tables["costs"], pd.DataFrame([{**extra, "kind": "measured", "provider":

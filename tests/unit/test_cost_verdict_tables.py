@@ -14,9 +14,13 @@ P = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [32, 24], "
 
 
 def _runs(max_cores: int) -> pd.DataFrame:
+    paper = {"cifar10_cnn": ("cifar10", 50_000, 200), "mnist_cnn": ("mnist", 60_000, 12)}  # the paper's protocol
     cpu = [{"device": "cpu", "cores": k, "network": n, "backend": "jax"}
            for n in ("cifar10_cnn", "mnist_cnn") for k in (1, 2, 4, 8, 16) if k <= max_cores]
-    return pd.DataFrame(cpu + [{"device": "gpu", "cores": 32, "network": "mnist_cnn", "backend": "jax"}])
+    runs = pd.DataFrame(cpu + [{"device": "gpu", "cores": 32, "network": "mnist_cnn", "backend": "jax"}])
+    for i, col in enumerate(("dataset", "n_train", "epochs")):
+        runs[col] = runs["network"].map(lambda n: paper[n][i])
+    return runs
 
 
 def _optimal() -> pd.DataFrame:

@@ -97,11 +97,15 @@ NO_GPU = {"gpu": {"gpus": 0, "model": "", "reason": "no GPU visible"}, "docker":
 GOOGLE, AWS = "google_cloud_2017", "aws_2017"
 
 
+PAPER_PROTOCOL = {"mnist_cnn": {"dataset": "mnist", "n_train": 60_000, "epochs": 12},
+                  "cifar10_cnn": {"dataset": "cifar10", "n_train": 50_000, "epochs": 200}}
+
+
 def _tables(configs) -> dict:
     """Tables of a run from ``configs``: (network, device, cores, gpus, measured time in s, {provider: cost})."""
     runs, timing, costs = [], [], []
     for net, dev, k, g, t, prices in configs:
-        runs.append({"network": net, "device": dev, "cores": k, "gpus": g})
+        runs.append({"network": net, "device": dev, "cores": k, "gpus": g, **PAPER_PROTOCOL[net]})
         timing.append({"network": net, "device": dev, "cores": k, "gpus": g, "t_measured_mean_s": t})
         costs += [{"network": net, "device": dev, "cores": k, "gpus": g, "kind": "measured", "provider": prov,
                    "cost_mean": c} for prov, c in prices.items()]

@@ -72,6 +72,37 @@ def _other_gpu(summary: dict) -> V.Verdict | None:
     return V.not_comparable(f"the paper's GPU is a {PAPER_GPU}; this run's: {model or 'not recorded'}")
 
 
+# network -> (the paper's dataset, its training images, its epochs: ids in paperdata/reported.csv)
+PROTOCOL = {"mnist_cnn": ("mnist", "mnist_train_images", "mnist_cnn_epochs"),
+            "cifar10_cnn": ("cifar10", "cifar10_train_images", "cifar10_epochs")}
+
+
+def _off_protocol(runs: pd.DataFrame, net: str) -> list[str]:
+    """How ``net``'s runs differ from the paper's protocol (dataset, training images, epochs); a column
+    the table lacks counts as a difference (not recorded)."""
+    name, n_id, e_id = PROTOCOL[net]
+    n_paper, e_paper = int(_rv(n_id)), int(_rv(e_id))
+    r = runs[runs["network"] == net]
+    why = []
+    for col, want, say in (("dataset", name, "{} data, not {}"), ("n_train", n_paper, "{:,} training images, not {:,}"),
+                           ("epochs", e_paper, "{} epochs, not {}")):
+        if col not in r:
+            why.append(f"{col} not recorded")
+            continue
+        why += [say.format(v, want) for v in sorted(set(r[col].dropna()), key=str) if v != want]
+    return why
+
+
+def protocol_gate(tables: dict, nets: tuple[str, ...]) -> V.Verdict | None:
+    """*Not comparable* where the runs of ``nets`` are not the paper's protocol (None where they are):
+    a cost is billed time, and a shorter run (a subset, fewer epochs) meets the billing steps and the
+    provider's minimum differently, so its cheapest configuration says nothing about the paper's."""
+    runs = tables["runs"]
+    why = [f"{net}: " + "; ".join(w) for net in nets if (runs["network"] == net).any()
+           for w in [_off_protocol(runs, net)] if w]
+    return V.not_comparable(" / ".join(why)) if why else None
+
+
 def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     """The cheapest measured core count for MNIST with the reference provider's prices."""
     band = claims.load(NAME)["optimal_cores_mnist"].band
@@ -97,7 +128,8 @@ def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     if max_k < hi:
         return Measured(ours, runs=p["repetitions"], gate=V.not_testable(
             f"only 1..{max_k} cores on this machine; {lo}-{hi} is beyond what we can measure"))
-    return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices")
+    return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices",
+                    gate=protocol_gate(tables, ("mnist_cnn",)))
 
 
 def gpu_mnist_faster_dearer(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
@@ -108,7 +140,7 @@ def gpu_mnist_faster_dearer(tables: dict, p: CostStudyParams, summary: dict) -> 
     speed, ratio, kc = res
     ours = f"{speed:.2f}x faster than {kc} cores" + (f"; cost ratio {ratio[0]:.2f} ({ratio[1]})" if ratio else "")
     gate = _other_gpu(summary) or (V.not_comparable(f"reference is {kc} cores, not {PAPER_CPU_CORES}")
-                                   if kc != PAPER_CPU_CORES else None)
+                                   if kc != PAPER_CPU_CORES else None) or protocol_gate(tables, ("mnist_cnn",))
     if gate is not None:
         return Measured(ours, runs=p["repetitions"], gate=gate)
     s_lo, s_hi = _rv("gpu_speedup_mnist_min"), _rv("gpu_speedup_mnist_max")
@@ -126,7 +158,7 @@ def gpu_cifar_cost_saving(tables: dict, p: CostStudyParams, summary: dict) -> Me
     if ratio is None:
         return Measured("-", gate=V.not_testable("no priced GPU instance"), basis="none")
     return Measured(f"GPU costs {ratio[0]:.2f}x the {kc}-core CPU run ({ratio[1]})", value=ratio[0],
-                    runs=p["repetitions"], gate=_other_gpu(summary))
+                    runs=p["repetitions"], gate=_other_gpu(summary) or protocol_gate(tables, ("cifar10_cnn",)))
 
 
 def vendor_gpu_speedup_overstated(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
@@ -138,7 +170,8 @@ def vendor_gpu_speedup_overstated(tables: dict, p: CostStudyParams, summary: dic
         return Measured("-", gate=_no_gpu(summary), basis="none")
     ok = max(speeds) < _rv("vendor_gpu_speedup_claim_min")
     return Measured(", ".join(f"{s:.2f}x" for s in speeds), holds=ok, runs=p["repetitions"],
-                    note="" if ok else f"measured up to {max(speeds):.1f}x", gate=_other_gpu(summary))
+                    note="" if ok else f"measured up to {max(speeds):.1f}x",
+                    gate=_other_gpu(summary) or protocol_gate(tables, ("mnist_cnn", "cifar10_cnn")))
 
 
 def docker_no_worse(summary: dict) -> Measured:
