@@ -313,6 +313,13 @@ def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
         (False, "fmnist stands in for cifar10")
 
 
+def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
+    cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+    assert opt.comparable({**PAPER_P, "matmul_precision": "float32"}, cifar) == (True, "")
+    assert opt.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
+    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar) == (False, "TF32 products, not float32")
+
+
 def test_a_run_without_the_shared_variant_measures_nothing_but_still_has_every_claim():
     summary = _summary({"tuned": PAPER_ACCS})
     measured = opt.measurements(summary, PAPER_P, CIFAR)

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core.progress import Progress
-from repro.ml import training
+from repro.ml import stacked, training
 from repro.ml.data import Dataset
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Layout:
 
     ``order[j]`` is the model at stacked position j; ``slices`` are (optimizer of the slice, start, stop)."""
 
-    def __init__(self, models: list):
+    def __init__(self, models: list, stack: bool | None = None):
         arch = {_arch_key(m) for m in models}
         if len(arch) != 1:
             raise ValueError("fit_many: the models must share one architecture (they are stacked)")
@@ -109,7 +109,11 @@ class Layout:
         for members in by_opt.values():
             self.slices.append((models[members[0]].optimizer, start, start + len(members)))
             start += len(members)
-        self.key = json.dumps([next(iter(arch)), [[k, len(v)] for k, v in by_opt.items()]])
+        why = stacked.stackable(models[0])
+        if stack and why:
+            raise ValueError(f"fit_many: stacked=True, but the models cannot be stacked: {why}")
+        self.stacked = not why if stack is None else stack  # stacked layers (repro.ml.stacked), else vmap
+        self.key = json.dumps([next(iter(arch)), [[k, len(v)] for k, v in by_opt.items()], self.stacked])
 
     def stack(self, models: list) -> tuple:
         """(trainable, non-trainable, optimizer variables per slice), each stacked over its models."""
@@ -168,10 +172,22 @@ def _step_fn(proto, layout: Layout):
             return jnp.ones((size,), "float32")
         return o[[id(v) for v in opt.variables].index(id(opt.dynamic_scale))].astype("float32")
 
+    def grads_stacked(t, n, xb, yb, scale):  # the same per-model gradients, the K models as one program
+        def loss_fn(t, n):
+            pred, n = stacked.forward(proto, t, n, xb, training=True)
+            loss = jax.vmap(xent)(yb, pred)
+            return jnp.sum((loss * scale.astype(loss.dtype)).astype("float32")), (loss, pred, n)
+
+        (_, (loss, pred, n)), g = jax.value_and_grad(loss_fn, has_aux=True)(t, n)
+        right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1), axis=-1).astype("float32")
+        return g, n, jnp.stack([loss.astype("float32") * xb.shape[1], right], axis=-1)
+
+    grads = grads_stacked if layout.stacked else jax.vmap(grads_one)
+
     def step(state, xb, yb):
         t, n, o = state
         scale = jnp.concatenate([loss_scale(opt, o[s], b - a) for s, (opt, a, b) in enumerate(layout.slices)])
-        g, n, sums = jax.vmap(grads_one)(t, n, xb, yb, scale)
+        g, n, sums = grads(t, n, xb, yb, scale)
         parts, new_o = [], []
         for s, (opt, a, b) in enumerate(layout.slices):
             ts, os_ = jax.vmap(opt.stateless_apply)(o[s], [v[a:b] for v in g], [v[a:b] for v in t])
@@ -207,7 +223,13 @@ def _compile(proto, layout: Layout):
         right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1)).astype("float32")
         return jnp.stack([xent(yb, pred).astype("float32") * xb.shape[0], right])
 
-    evaluate = jax.jit(jax.vmap(evaluate_one, in_axes=(0, 0, None, None)))
+    def evaluate_stacked(t, n, xb, yb):
+        pred, _ = stacked.forward(proto, t, n, jnp.broadcast_to(xb, (len(layout.order), *xb.shape)), training=False)
+        right = jnp.sum(jnp.argmax(pred, -1) == jnp.argmax(yb, -1), axis=-1).astype("float32")
+        loss = jax.vmap(xent, in_axes=(None, 0))(yb, pred).astype("float32") * xb.shape[0]
+        return jnp.stack([loss, right], axis=-1)
+
+    evaluate = jax.jit(evaluate_stacked if layout.stacked else jax.vmap(evaluate_one, in_axes=(0, 0, None, None)))
     return jax.jit(chunk), train_scan, evaluate
 
 
@@ -307,11 +329,12 @@ def on_accelerator() -> bool:
 def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed: int | list[int] = 0,
              steps_per_execution: int = 1, eval_batch_size: int = 1000, checkpoint_dirs: list | None = None,
              checkpoint_every_s: float = 60.0, labels: list[str] | None = None, verbose: int = 2,
-             log_prefix: str = "", scan: bool | None = None) -> list[pd.DataFrame]:
+             log_prefix: str = "", scan: bool | None = None, stack: bool | None = None) -> list[pd.DataFrame]:
     """Train the compiled classifiers ``models`` (one architecture) together (see the module docstring);
     one history per model (:data:`repro.ml.training.HISTORY_COLUMNS`), as :func:`repro.ml.training.fit`
     returns. ``seed``: one for all models or one per model (data order and dropout, as ``fit``'s).
-    ``scan``: one dispatch per epoch (default: on an accelerator only).
+    ``scan``: one dispatch per epoch (default: on an accelerator only). ``stack``: the layers run stacked
+    (:mod:`repro.ml.stacked`) rather than ``vmap``-ed (default: where the architecture allows it).
 
     With ``checkpoint_dirs`` (one per model), earlier interrupted runs are resumed; models whose
     checkpoints stopped at different epochs are trained in groups, one per starting epoch."""
@@ -330,7 +353,7 @@ def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed:
         if verbose and start:
             log.info("%sresuming %s after epoch %d", log_prefix, ", ".join(labels[i] for i in members), start)
         pick = lambda xs: [xs[i] for i in members]  # noqa: E731
-        group = _Group(pick(models), pick(rows), pick(dirs), pick(labels), pick(seeds))
+        group = _Group(pick(models), pick(rows), pick(dirs), pick(labels), pick(seeds), stack)
         group.train(dev, data, start, epochs, batch_size, steps_per_execution, eval_batch_size, checkpoint_every_s,
                     verbose, log_prefix, scan)
     return [pd.DataFrame(r, columns=training.HISTORY_COLUMNS) for r in rows]
@@ -339,9 +362,9 @@ def fit_many(models: list, data: Dataset, *, epochs: int, batch_size: int, seed:
 class _Group:
     """Models that start at the same epoch, their history rows (appended to), checkpoint dirs, labels, seeds."""
 
-    def __init__(self, models, rows, dirs, labels, seeds):
+    def __init__(self, models, rows, dirs, labels, seeds, stack=None):
         self.models, self.rows, self.dirs, self.labels, self.seeds = models, rows, dirs, labels, seeds
-        self.layout = Layout(models)
+        self.layout = Layout(models, stack)
 
     def checkpoint(self, state) -> None:
         if any(d is not None for d in self.dirs):
@@ -412,6 +435,7 @@ def probe(out: Path, n_train: int | None = None, n_test: int | None = None, prof
     Path(out).write_text(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
                                      "devices": [str(d) for d in jax.devices()]}, indent=1))
     p = resolve("optimizers", profile, {})
+    precision = training.set_matmul_precision(p["matmul_precision"], training.device_summary())
     n_train, n_test = n_train or p["train_samples"] or 50_000, n_test or p["test_samples"] or 10_000
     rng = np.random.default_rng(0)
     data = Dataset(rng.random((n_train, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_train),
@@ -430,10 +454,12 @@ def probe(out: Path, n_train: int | None = None, n_test: int | None = None, prof
     report = {"jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
               "device_kind": jax.devices()[0].device_kind, "profile": profile, "models": len(built),
               "n_train": n_train, "batch_size": p["batch_size"], "steps_per_execution": p["steps_per_execution"],
-              "scan": on_accelerator(), "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
+              "scan": on_accelerator(), "stacked": stacked.stackable(built[0]) == "", "matmul_precision": precision,
+              "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
               "images_per_s_all_models": len(built) * n_train / timed, "wall_s": time.perf_counter() - t0}
     Path(out).write_text(json.dumps(report, indent=1))
-    print(f"probe: {report['device_kind']} ({report['backend']}), {len(built)} models fused: compile "
+    print(f"probe: {report['device_kind']} ({report['backend']}), {len(built)} models fused "
+          f"({'stacked' if report['stacked'] else 'vmapped'}, {precision['effective']}): compile "
           f"{report['compile_s']:.1f} s, epoch {timed:.2f} s, {report['images_per_s_all_models']:,.0f} img/s "
           f"over all models", flush=True)
     return report

@@ -204,6 +204,31 @@ def device_summary() -> dict:
     return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, **backend_info(name)}
 
 
+MATMUL_PRECISION = {"float32": "highest", "tf32": "tensorfloat32"}  # the choice -> jax_default_matmul_precision
+
+
+def set_matmul_precision(choice: str, device: dict) -> dict:
+    """Set the backend's precision of convolutions and matrix products (``float32``, or ``tf32`` where the
+    GPU has it) and say, for provenance, what was set and what it is on ``device`` (:func:`device_summary`).
+    JAX on an NVIDIA Ampere or later GPU otherwise takes TF32 by default, unsaid."""
+    name = backend()
+    if name == "jax":
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", MATMUL_PRECISION[choice])
+        setting = f"jax_default_matmul_precision={MATMUL_PRECISION[choice]}"
+    elif name == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_tensor_float_32_execution(choice == "tf32")
+        setting = f"tf.config.experimental.enable_tensor_float_32_execution({choice == 'tf32'})"
+    else:
+        setting = f"not set (backend {name}: its own default)"
+    tf32 = choice == "tf32" and device.get("device") == "GPU"
+    return {"requested": choice, "setting": setting,
+            "effective": "TF32 products (10-bit mantissas), float32 sums" if tf32 else "float32"}
+
+
 def _version(metadata, dist: str) -> str | None:
     try:
         return metadata.version(dist)

@@ -55,8 +55,9 @@ __all__ = ["NAME", "OPTIMIZERS", "LABELS", "EXPERIMENT", "run", "build_model", "
 
 
 def _device(p: OptimizersParams) -> dict:
-    """The device, and the mixed-precision policy set on it (only on a GPU)."""
+    """The device, the matmul precision and the mixed-precision policy (only on a GPU) set on it."""
     device = training.device_summary()
+    device["matmul_precision"] = training.set_matmul_precision(p["matmul_precision"], device)
     if p["mixed_precision"]:
         import keras
 
@@ -87,7 +88,7 @@ class Optimizers(harness.Experiment):
         run.note("checkpoints", str(ckpt))
         run.note("trainer", {"trainer": p["trainer"], "steps_per_execution": p["steps_per_execution"],
                              "what": "every optimizer and seed of a variant stacked in one compiled JAX program "
-                                     "(one vmapped forward/backward, each optimizer on its slice), data on the device"
+                                     "(one stacked forward/backward, each optimizer on its slice), data on the device"
                              if p["trainer"] == "fused" else "one Keras model.fit after another"})
         tables = {}
         plan = [("shared", {o: p["learning_rate"] for o in p["optimizers"]})]

@@ -28,4 +28,5 @@ class OptimizersParams(TypedDict):
     trainer: Literal['fit', 'fused']
     steps_per_execution: int
     mixed_precision: bool
+    matmul_precision: Literal['float32', 'tf32']
     resume: bool

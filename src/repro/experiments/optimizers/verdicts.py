@@ -20,7 +20,7 @@ NO_HARDWARE = V.not_comparable("the paper's hardware is not stated")
 
 
 def comparable(params: OptimizersParams, dataset: dict) -> tuple[bool, str]:
-    """Is this run the paper's protocol (CIFAR-10, 50k train, 150 epochs)? If not, why not."""
+    """Is this run the paper's protocol (CIFAR-10, 50k train, 150 epochs, float32)? If not, why not."""
     paper_epochs = int(paper.value("polishchuk2019", "epochs"))
     paper_train = int(paper.value("polishchuk2019", "train_images"))
     why = []
@@ -31,6 +31,8 @@ def comparable(params: OptimizersParams, dataset: dict) -> tuple[bool, str]:
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
     if params["epochs"] != paper_epochs:
         why.append(f"{params['epochs']} epochs, not {paper_epochs}")
+    if params.get("matmul_precision") == "tf32":  # runs before the parameter existed did not record it
+        why.append("TF32 products, not float32")
     return not why, "; ".join(why)
 
 
