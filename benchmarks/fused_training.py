@@ -3,11 +3,12 @@
 Same CNN (polishchuk2019's, 73,418 parameters), same optimizers and seeds, data, batch size and epochs.
 ``fit``: ``repro.ml.training.fit`` per (optimizer, seed), one after another (what ``trainer: fit`` does).
 ``fused``: ``repro.ml.fused.fit_many`` over all of them at once (``trainer: fused``, JAX only): weights
-stacked, one stacked forward/backward (``repro.ml.stacked``; ``fused_vmap``: the whole model vmapped instead), ``steps_per_execution`` minibatches per compiled step, on an
-accelerator the epoch's chunks in one ``lax.scan`` dispatch, data on the device. The first epoch of
-each (tracing, XLA compilation) is timed apart and left out of the images/s. Prints and writes
-(benchmarks/results/fused_training-jax-<device>.json) images/s per model and in total, compiled
-dispatches per epoch, and the ratio fused/fit. A benchmark, not a test: timings are never asserted.
+stacked, one stacked forward/backward (``repro.ml.stacked``; ``fused_vmap``: the whole model vmapped),
+``steps_per_execution`` minibatches per compiled step, on an accelerator the epoch's chunks in one
+``lax.scan`` dispatch, data on the device. The first epoch of each (tracing, XLA compilation) is timed apart
+and left out of the images/s. Prints and writes (benchmarks/results/fused_training-jax-<device>.json)
+images/s per model and in total, compiled dispatches per epoch, and the ratio fused/fit. A benchmark, not a
+test: timings are never asserted.
 
     KERAS_BACKEND=jax python benchmarks/fused_training.py [--n-train 4096] [--epochs 3] [--steps 8] [--seeds 2]
 """
@@ -68,11 +69,13 @@ def main() -> None:
                  for (o, s), hf, hu in zip(jobs, fit_hists, fused_hists)}
     total_fit = n * timed * len(jobs) / sum(float(h["epoch_time_s"].iloc[1:].sum()) for h in fit_hists)
     total_fused = n * timed * len(jobs) / float(fused_hists[0]["epoch_time_s"].iloc[1:].sum())
-    calls = {"fit": len(jobs) * -(-n // b), "fused": fused.dispatches_per_epoch(n, b, args.steps, fused.on_accelerator())}
+    calls = {"fit": len(jobs) * -(-n // b),
+             "fused": fused.dispatches_per_epoch(n, b, args.steps, fused.on_accelerator())}
     for k, v in per_model.items():
         print(f"{k:>11}: fit {v['fit']:,.0f} img/s, fused {v['fused']:,.0f} img/s (each model's own progress)")
     print(f"all {len(jobs)} models: fit {total_fit:,.0f} img/s, fused {total_fused:,.0f} img/s, ratio fused/fit "
-          f"{total_fused / total_fit:.2f} (vmapped: {total_vmap:,.0f} img/s, {total_vmap / total_fit:.2f}); dispatches per epoch fit {calls['fit']}, fused {calls['fused']}; first "
+          f"{total_fused / total_fit:.2f} (vmapped: {total_vmap:,.0f} img/s, {total_vmap / total_fit:.2f}); "
+          f"dispatches per epoch fit {calls['fit']}, fused {calls['fused']}; first "
           f"epoch (compilation) fit {sum(h['epoch_time_s'].iloc[0] for h in fit_hists):.1f} s, fused "
           f"{fused_hists[0]['epoch_time_s'].iloc[0]:.1f} s; wall fit {fit_wall:.0f} s, fused {fused_wall:.0f} s")
     device = training.device_summary()

@@ -40,10 +40,10 @@ def test_settings_come_from_the_environment_with_the_campaigns_defaults(tmp_path
 def test_the_plan_fits_cuts_or_skips_each_step_by_its_estimate_and_least_time(tmp_path):
     lines = plan_lines(_settings(tmp_path))
     assert lines[0] == "plan (gpu-h100, estimates measured on an H100): 560 s of work"
-    assert lines[1:] == ["  optimizers: ~484 s, fits (ends near +484 s)", "  mnist: ~23 s, fits (ends near +507 s)",
-                         "  cost: ~600 s, cut at the deadline after ~53 s (its state kept: resume it)"]
+    assert lines[1:] == ["  optimizers: ~205 s, fits (ends near +205 s)", "  mnist: ~23 s, fits (ends near +228 s)",
+                         "  cost: ~600 s, cut at the deadline after ~332 s (its state kept: resume it)"]
     lines = plan_lines(_settings(tmp_path, DEADLINE_S="120"))  # 105 s of work
-    assert lines[1] == "  optimizers: ~484 s, cut at the deadline after ~105 s (its state kept: resume it)"
+    assert lines[1] == "  optimizers: ~205 s, cut at the deadline after ~105 s (its state kept: resume it)"
     assert lines[2:] == ["  mnist: ~23 s, skipped (needs at least 30 s)", "  cost: ~600 s, skipped (needs at least 50 s)"]
     done = tmp_path / "state" / "results" / "gpu-h100" / "optimizers" / "run-1"
     done.mkdir(parents=True)

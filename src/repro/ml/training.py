@@ -201,7 +201,26 @@ def device_summary() -> dict:
     """Which backend and device Keras trains on here (recorded in provenance)."""
     name = backend()
     gpus = gpu_count(name)
-    return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, **backend_info(name)}
+    return {"device": "GPU" if gpus else "CPU", "gpus_visible": gpus, **backend_info(name),
+            "matmul_precision_now": matmul_precision_now(name, gpus)}
+
+
+def matmul_precision_now(name: str, gpus: int) -> str:
+    """The precision the backend gives float32 convolutions and matrix products at this moment: on a GPU,
+    JAX's and TensorFlow's defaults are TF32 on NVIDIA Ampere and later (what a run that sets nothing gets)."""
+    if name == "jax":
+        import jax
+
+        setting = jax.config.jax_default_matmul_precision
+        if setting is None:
+            return "JAX default: TF32 products on an NVIDIA Ampere or later GPU" if gpus else "JAX default: float32"
+        return f"jax_default_matmul_precision={setting}"
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        on = tf.config.experimental.tensor_float_32_execution_enabled()
+        return f"TensorFlow TF32 execution {'enabled' if on else 'disabled'}" + ("" if gpus else " (CPU: float32)")
+    return f"{name}: its own default"
 
 
 MATMUL_PRECISION = {"float32": "highest", "tf32": "tensorfloat32"}  # the choice -> jax_default_matmul_precision

@@ -58,6 +58,7 @@ def _device(p: OptimizersParams) -> dict:
     """The device, the matmul precision and the mixed-precision policy (only on a GPU) set on it."""
     device = training.device_summary()
     device["matmul_precision"] = training.set_matmul_precision(p["matmul_precision"], device)
+    device["matmul_precision_now"] = training.matmul_precision_now(device["backend"], device["gpus_visible"])
     if p["mixed_precision"]:
         import keras
 
