@@ -211,7 +211,7 @@ def matmul_precision_now(name: str, gpus: int) -> str:
     if name == "jax":
         import jax
 
-        setting = jax.config.jax_default_matmul_precision
+        setting = getattr(jax.config, "jax_default_matmul_precision")  # noqa: B009 (not in the type stubs)
         if setting is None:
             return "JAX default: TF32 products on an NVIDIA Ampere or later GPU" if gpus else "JAX default: float32"
         return f"jax_default_matmul_precision={setting}"
