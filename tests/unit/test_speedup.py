@@ -511,9 +511,7 @@ def test_judge_re_derives_the_published_cpu_ledger():
     ({"check": "sometimes"}, "rule: check must be one of all, any"),
 ])
 def test_a_bad_rule_is_one_line_naming_its_claim(rule, message):
-    import dataclasses
-
-    claim = dataclasses.replace(claims_mod.load(speedup.NAME)["vgg16e_below_one"], rule=rule)
+    claim = claims_mod.load(speedup.NAME)["vgg16e_below_one"].model_copy(update={"rule": rule})
     with pytest.raises(claims_mod.ClaimsError) as exc:
         statements.rule(claim)
     assert "speedup/claims.yaml, claim 'vgg16e_below_one': rule" in str(exc.value) and message in str(exc.value)

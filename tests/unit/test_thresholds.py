@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import falsify
 import pytest
 
@@ -36,7 +34,7 @@ def _has_reported(c) -> bool:
 
 
 def _decide(c, value: float, basis: str, runs: int):
-    return claims.row(dataclasses.replace(c, counterfactual=c.counterfactual or "x", decisive=True),
+    return claims.row(c.model_copy(update={"counterfactual": c.counterfactual or "x", "decisive": True}),
                       Measured(f"{value}", value=value, basis=basis, runs=runs))["category"]
 
 
@@ -98,8 +96,8 @@ def test_every_named_threshold_moves_a_verdict_of_its_falsification_case(experim
     for factor in (0.0, 1000.0, -1000.0):
         changed = dict(original)
         c = original[claim_id]
-        changed[claim_id] = dataclasses.replace(c, thresholds={**c.thresholds, name: c.thresholds[name] * factor
-                                                               if c.thresholds[name] else factor})
+        changed[claim_id] = c.model_copy(update={"thresholds": {**c.thresholds, name: c.thresholds[name] * factor
+                                                                if c.thresholds[name] else factor}})
         monkeypatch.setattr(claims, "load", lambda exp, package="repro.experiments", _c=changed:
                             _c if exp == experiment else real(exp, package))
         moved.append(_verdicts(experiment, claim_id, case) != before)

@@ -57,45 +57,6 @@ CHECKS = ("within", "band", "holds")
 ClaimsError = errors.BadInput  # A malformed ``claims.yaml`` or a measurement that does not match it (one line).
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One claim of a paper, as ``claims.yaml`` states it."""
-
-    id: str
-    paper: str
-    text: str
-    paper_value: str
-    source: str
-    evidence: str
-    check: str
-    reported: str | None = None
-    reference_value: float | None = None
-    tolerance: float | None = None
-    band: tuple[float, float] | None = None
-    thresholds: dict | None = None
-    tolerance_source: str = ""
-    stochastic: bool = True
-    decisive: bool = True
-    why_not_decisive: str = ""
-    rule: dict | None = None
-    tier: str = V.Tier.MEASURED.value
-    counterfactual: str = ""
-
-    def reference(self) -> float:
-        """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
-        if self.reference_value is not None:
-            return float(self.reference_value)
-        if self.reported is None:
-            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives neither reference nor reported")
-        return _paper.value(self.paper, self.reported)
-
-    def threshold(self, name: str) -> float:
-        """A named threshold of ``thresholds`` (raises one line when the claim has none of that name)."""
-        if not self.thresholds or name not in self.thresholds:
-            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives no threshold {name!r}")
-        return float(self.thresholds[name])
-
-
 @dataclass
 class Measured:
     """What an experiment measured for one claim.
@@ -125,10 +86,11 @@ def _number(value):
 _Number = Annotated[int | float, BeforeValidator(_number)]  # as written: 15 stays 15; a bool is no number
 
 
-class ClaimSpec(BaseModel):
-    """One entry of ``claims.yaml`` (the fields above), with the rules that tie its fields together."""
+class Claim(BaseModel):
+    """One claim of a paper, as ``claims.yaml`` states it: its fields, the rules that tie them together
+    (checked when a claim is built, from the file or in code), and the paper's number and thresholds."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     id: str
     paper: str
@@ -140,7 +102,7 @@ class ClaimSpec(BaseModel):
     reported: str | None = None
     reference_value: _Number | None = Field(default=None, alias="reference")
     tolerance: _Number | None = None
-    band: list[_Number] | None = None
+    band: tuple[_Number, ...] | None = None
     thresholds: dict[str, _Number] | None = None
     tolerance_source: str = ""
     stochastic: bool = True
@@ -151,7 +113,7 @@ class ClaimSpec(BaseModel):
     counterfactual: str = ""
 
     @model_validator(mode="after")
-    def _rules(self) -> "ClaimSpec":
+    def _rules(self) -> "Claim":
         if self.check == "within" and (self.tolerance is None
                                        or (self.reported is None) == (self.reference_value is None)):
             raise ValueError("check 'within' needs a tolerance and one of reported, reference")
@@ -164,6 +126,20 @@ class ClaimSpec(BaseModel):
         if self.why_not_decisive and self.decisive:
             raise ValueError("why_not_decisive belongs to a claim with decisive: false")
         return self
+
+    def reference(self) -> float:
+        """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
+        if self.reference_value is not None:
+            return float(self.reference_value)
+        if self.reported is None:
+            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives neither reference nor reported")
+        return _paper.value(self.paper, self.reported)
+
+    def threshold(self, name: str) -> float:
+        """A named threshold of ``thresholds`` (raises one line when the claim has none of that name)."""
+        if not self.thresholds or name not in self.thresholds:
+            raise ClaimsError(f"claim {self.id!r}: claims.yaml gives no threshold {name!r}")
+        return float(self.thresholds[name])
 
 
 def _claims_error(err: ValidationError, where: str) -> ClaimsError:
@@ -185,12 +161,9 @@ def _claims_error(err: ValidationError, where: str) -> ClaimsError:
 def _claim(experiment: str, raw: dict) -> Claim:
     where = f"{experiment}/claims.yaml, claim {raw.get('id', '?') if isinstance(raw, dict) else '?'!r}"
     try:
-        spec = ClaimSpec.model_validate(raw)
+        return Claim.model_validate(raw)
     except ValidationError as err:
         raise _claims_error(err, where) from None
-    values = spec.model_dump()
-    values["band"] = tuple(spec.band) if spec.band else None
-    return Claim(**values)
 
 
 class ClaimsFile(BaseModel):
@@ -243,12 +216,12 @@ def compare(claim: Claim, m: Measured) -> V.Verdict:
     if m.value is None:
         raise ClaimsError(f"claim {claim.id!r} (check {claim.check}) needs a value or a gate")
     if claim.check == "within":
-        assert claim.tolerance is not None  # ClaimSpec: check 'within' needs a tolerance
+        assert claim.tolerance is not None  # Claim: check 'within' needs a tolerance
         diff = m.value - claim.reference()
         ok = abs(diff) <= claim.tolerance
         detail = f"{'+' if diff > 0 else '-'}{_fmt(abs(diff))} vs paper, tolerance {_fmt(claim.tolerance)}"
     else:
-        assert claim.band is not None  # ClaimSpec: check 'band' needs band: [low, high]
+        assert claim.band is not None  # Claim: check 'band' needs band: [low, high]
         lo, hi = claim.band
         ok, detail = lo <= m.value <= hi, f"{_fmt(m.value)} outside [{_fmt(lo)}, {_fmt(hi)}]"
     return V.outcome(ok, m.basis, detail).with_note(m.note)
@@ -257,10 +230,10 @@ def compare(claim: Claim, m: Measured) -> V.Verdict:
 def tolerance_text(claim: Claim) -> str:
     """The ledger's tolerance cell: the threshold that decides the claim and where it comes from."""
     if claim.check == "within":
-        assert claim.tolerance is not None  # ClaimSpec: check 'within' needs a tolerance
+        assert claim.tolerance is not None  # Claim: check 'within' needs a tolerance
         return f"±{_fmt(claim.tolerance)}: {claim.tolerance_source}"
     if claim.check == "band":
-        assert claim.band is not None  # ClaimSpec: check 'band' needs band: [low, high]
+        assert claim.band is not None  # Claim: check 'band' needs band: [low, high]
         return f"[{_fmt(claim.band[0])}, {_fmt(claim.band[1])}]: {claim.tolerance_source}"
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 
