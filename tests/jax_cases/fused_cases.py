@@ -189,6 +189,17 @@ def test_the_stacked_forward_is_each_models_own_call():
         for a, b in zip(new_n, ref_n):
             np.testing.assert_allclose(np.asarray(a[k]), np.asarray(b), atol=1e-5)
     assert len({float(out[k].sum()) for k in range(3)}) == 3  # three models, three outputs
+    # a frozen Dense (its weights non-trainable) and a Dense on a 4-d input run as Keras runs them
+    keras.utils.set_random_seed(3)
+    odd = [keras.Sequential([keras.Input((6, 6, 2)), layers.Dense(3), layers.Dense(4, trainable=False)])
+           for _ in range(2)]
+    assert stacked.stackable(odd[0]) == "" and stacked._kind(odd[0].layers[1])[0] == "vmap"
+    x4 = np.random.default_rng(1).random((2, 5, 6, 6, 2), dtype="float32")
+    t4 = [jnp.stack([m.trainable_variables[i].value for m in odd]) for i in range(2)]
+    n4 = [jnp.stack([m.non_trainable_variables[i].value for m in odd]) for i in range(2)]
+    out4, _ = stacked.forward(odd[0], t4, n4, jnp.asarray(x4), training=True)
+    for k, m in enumerate(odd):
+        np.testing.assert_allclose(np.asarray(out4[k]), np.asarray(m(x4[k])), atol=1e-5)
     strided = keras.Sequential([keras.Input((8, 8, 1)), layers.Conv2D(2, 3, strides=2)])
     assert "strides, dilation or groups other than 1" in stacked.stackable(strided)
     assert stacked.stackable(keras.Model(strided.inputs, strided.outputs)) == "Functional is not a Sequential"
@@ -201,10 +212,12 @@ def test_vmapped_and_stacked_programs_train_alike(ds):
                                        batch_size=32, seed=3, steps_per_execution=2, verbose=0, stack=stack)
     for a, b in zip(run(None), run(False)):
         np.testing.assert_allclose(a[METRICS].to_numpy(), b[METRICS].to_numpy(), atol=1e-5)
-    half = [build(ds, "momentum", "mixed_float16")]
-    assert fused.Layout(half).stacked is False
-    with pytest.raises(ValueError, match="cannot be stacked: a 16-bit compute dtype"):
-        fused.Layout(half, stack=True)
     import keras
 
-    keras.mixed_precision.set_global_policy("float32")
+    try:
+        half = [build(ds, "momentum", "mixed_float16")]
+        assert fused.Layout(half).stacked is False
+        with pytest.raises(ValueError, match="cannot be stacked: a 16-bit compute dtype"):
+            fused.Layout(half, stack=True)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

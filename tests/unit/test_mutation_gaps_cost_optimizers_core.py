@@ -318,6 +318,21 @@ def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
     assert opt.comparable({**PAPER_P, "matmul_precision": "float32"}, cifar) == (True, "")
     assert opt.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
     assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar) == (False, "TF32 products, not float32")
+    # the device record decides where there is one: what the run computed in, not what it asked for
+    tf32 = {"device": "GPU", "backend": "jax", "matmul_precision": {"effective": "TF32 products, float32 sums"}}
+    f32 = {**tf32, "matmul_precision": {"effective": "float32"}}
+    assert opt.comparable({**PAPER_P, "matmul_precision": "float32"}, cifar, tf32) == \
+        (False, "TF32 products, not float32")
+    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar, f32) == (True, "")
+    cpu = {"device": "CPU", "backend": "jax"}
+    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar, cpu) == (True, "")
+    # a GPU run under JAX from before the parameter (the published H100 run): JAX's default there is TF32
+    old_gpu = {"device": "GPU", "backend": "jax", "gpus_visible": 1}
+    assert opt.comparable(PAPER_P, cifar, old_gpu) == (False, "matmul precision not recorded (JAX's default on "
+                                                              "an Ampere or later GPU: TF32 products)")
+    assert opt.comparable(PAPER_P, cifar, {**old_gpu, "backend": "tensorflow"})[1].startswith(
+        "matmul precision not recorded (TensorFlow's default")
+    assert opt.comparable(PAPER_P, cifar, {**old_gpu, "device": "CPU"}) == (True, "")
 
 
 def test_a_run_without_the_shared_variant_measures_nothing_but_still_has_every_claim():

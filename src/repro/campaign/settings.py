@@ -20,7 +20,8 @@ COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two 
 # benchmarks/results/gpu-h100-2026-11-27-campaign; an H200: about 10 % less) and the least time worth starting
 # it with: the optimizers' first epoch compiles (31.5 s vmapped, 39 s stacked), a cost child takes up to 45 s.
 # The optimizers with stacked layers (repro.ml.stacked): 150 epochs of 0.95 s + 39 s compiling + 22 s start-up
-# and checkpoints (the probe, benchmarks/results/gpu-h100-2026-11-27-stacked-step; the vmapped program: 484 s).
+# and checkpoints, projected from the probe's 2 epochs on random data (benchmarks/results/gpu-h100-2026-11-27-
+# stacked-step; not yet a whole run), the vmapped program's whole run: 484 s.
 ESTIMATE_S = {"optimizers": 205, "mnist": 23, "bench": 300}
 COST_CHILD_S = 25  # 24 children of 17-45 s
 LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50}

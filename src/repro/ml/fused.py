@@ -297,6 +297,8 @@ def _epoch(fns, layout, models, state, dev, seeds, epoch, batch_size, steps, eva
     sums = np.asarray(jax.block_until_ready(sums))
     t1 = time.perf_counter()
     test = np.zeros((len(layout.order), 2))
+    if layout.stacked:  # the test batch is copied to every model and im2col-ed: keep K x batch near eval_batch x 2
+        eval_batch = max(32, 2 * eval_batch // len(layout.order))
     for i in range(0, xt.shape[0], eval_batch):
         test += np.asarray(evaluate(state[0], state[1], xt[i:i + eval_batch], yt[i:i + eval_batch]))
     return state, sums, test, t1 - t0, time.perf_counter() - t1, len(rest) + (len(full) > 1)

@@ -11,10 +11,11 @@ layer that has a stacked form gets one:
   ``kh * kw`` shifted views of the input concatenated along the channels (im2col) and one matrix
   product batched over the model axis (``einsum``), then bias and activation;
 * ``MaxPooling2D`` (pool = strides, ``valid``, ``channels_last``): a reshape and a max;
-* ``Dense`` on a (batch, features) input, ``Flatten``, ``InputLayer``;
+* ``Dense`` (on the last axis), ``Flatten``, ``InputLayer``;
 
 and every other layer (``Dropout``, with its own seed state per model, so each model draws the masks
-``model.fit`` draws it) runs ``jax.vmap`` of its own ``stateless_call``. On the H100 the stacked step is
+``model.fit`` draws it; a frozen, LoRA or quantized ``Conv2D`` or ``Dense``) runs ``jax.vmap`` of its own
+``stateless_call``. On the H100 the stacked step is
 2.1x (TF32) to 2.9x (float32) the vmapped one, its gradients equal within 4e-7. Each layer computes in
 its dtype policy's compute dtype (inputs and weights cast as Keras's autocast does). A model that is not a
 ``Sequential`` of such layers is not stackable (:func:`stackable` says why) and :mod:`repro.ml.fused`
@@ -47,14 +48,17 @@ def _kind(layer) -> tuple[str, str]:
     """(how the layer runs stacked: 'conv', 'pool', 'dense', 'flatten', 'input' or 'vmap'; why not, if not)."""
     from keras import layers
 
-    if isinstance(layer, layers.Conv2D) and type(layer) is layers.Conv2D:
+    if type(layer) in (layers.Conv2D, layers.Dense) and (not layer.trainable or getattr(layer, "lora_enabled", False)
+                                                        or getattr(layer, "quantization_mode", None)):
+        return "vmap", ""  # frozen (weights among the non-trainable values), LoRA or quantized: the layer's own call
+    if type(layer) is layers.Conv2D:
         why = _conv_ok(layer)
         return ("conv", "") if not why else ("", f"{layer.name}: {why}")
     if type(layer) is layers.MaxPooling2D:
         why = _pool_ok(layer)
         return ("pool", "") if not why else ("", f"{layer.name}: {why}")
     if type(layer) is layers.Dense:
-        return ("dense", "") if not getattr(layer, "lora_enabled", False) else ("", f"{layer.name}: LoRA")
+        return "dense", ""
     if type(layer) is layers.Flatten:
         return ("flatten", "") if layer.data_format == "channels_last" else ("", f"{layer.name}: channels_first")
     if type(layer) is layers.InputLayer:
@@ -102,7 +106,7 @@ def _pool(x, layer):
 def _dense(x, w):
     import jax.numpy as jnp
 
-    return jnp.einsum("kbi,kio->kbo", x, w)
+    return jnp.einsum("kb...i,kio->kb...o", x, w)  # a Dense acts on the last axis, whatever the rank
 
 
 def _own(layer, t: list, n: list, t_at: dict, n_at: dict) -> tuple[list, list]:

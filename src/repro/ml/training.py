@@ -243,9 +243,10 @@ def set_matmul_precision(choice: str, device: dict) -> dict:
         setting = f"tf.config.experimental.enable_tensor_float_32_execution({choice == 'tf32'})"
     else:
         setting = f"not set (backend {name}: its own default)"
-    tf32 = choice == "tf32" and device.get("device") == "GPU"
+    tf32 = choice == "tf32" and device.get("device") == "GPU" and name in ("jax", "tensorflow")
     return {"requested": choice, "setting": setting,
-            "effective": "TF32 products (10-bit mantissas), float32 sums" if tf32 else "float32"}
+            "effective": "TF32 products (10-bit mantissas), float32 sums, on an Ampere or later GPU" if tf32
+            else "float32" if name in ("jax", "tensorflow") else "the backend's default"}
 
 
 def _version(metadata, dist: str) -> str | None:

@@ -99,21 +99,23 @@ class Optimizers(harness.Experiment):
             plan.append(("tuned", t[t["best"]].set_index("optimizer")["learning_rate"].to_dict()))
         history = train_all(p, ds, plan, ckpt)
         summary = summarize(history, p["target_accuracy"])
-        ok, why = comparable(p, ds.info)
+        ok, why = comparable(p, ds.info, run.record.get("device"))
         tables = {"history": history, "summary": summary, **tables}
         # every training run has finished: its results, not its checkpoints, are kept
         shutil.rmtree(ckpt, ignore_errors=True)
         return harness.Output(tables, {"comparable": ok, "not_comparable_because": why})
 
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
-        return measurements(result.tables["summary"], result.params, result.provenance["datasets"][0])
+        return measurements(result.tables["summary"], result.params, result.provenance["datasets"][0],
+                            result.provenance.get("device"))
 
     def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours`` (the ledger's verdict per optimizer) and the conclusions tested on our data,
         derived with the claims' bands (rejudge rewrites them)."""
         summary = result.tables["summary"]
         return harness.Output({"paper_vs_ours": compare_with_paper(summary, result.params,
-                                                                   result.provenance["datasets"][0]),
+                                                                   result.provenance["datasets"][0],
+                                                                   result.provenance.get("device")),
                                "claims": conclusions(summary)})
 
 

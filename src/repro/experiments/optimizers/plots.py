@@ -76,7 +76,7 @@ def glue_numbers(result: Result) -> None:
     per_run = result["history"].groupby(["variant", "optimizer", "seed"])["train_time_s"].max()
     glue("opt_total_time_min", float(per_run.sum() / 60))
     glue("opt_time_per_optimizer_min", float(per_run.loc["shared"].mean() / 60))
-    ok = comparable(p, result.provenance["datasets"][0])[0]
+    ok = comparable(p, result.provenance["datasets"][0], result.provenance.get("device"))[0]
     glue("opt_comparable", "comparable with the paper" if ok else "not comparable with the paper")
     tuned = s[s["variant"] == "tuned"]
     if len(tuned):

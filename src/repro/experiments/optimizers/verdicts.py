@@ -8,6 +8,7 @@ import pandas as pd
 from repro.core import claims as _claims
 from repro.core import paper
 from repro.core import verdicts as V
+from repro.core.provenance import BACKEND_NAMES
 
 from .common import LABELS, NAME
 from .paramtypes import OptimizersParams
@@ -19,8 +20,22 @@ ACCURACY_CLAIMS = {"sgd": "sgd_accuracy", "momentum": "momentum_accuracy", "nest
 NO_HARDWARE = V.not_comparable("the paper's hardware is not stated")
 
 
-def comparable(params: OptimizersParams, dataset: dict) -> tuple[bool, str]:
-    """Is this run the paper's protocol (CIFAR-10, 50k train, 150 epochs, float32)? If not, why not."""
+def precision_deviation(params: OptimizersParams, device: dict | None) -> str:
+    """Why this run's convolutions and matrix products were not float32 (empty where they were): from the
+    device record (``matmul_precision``, set by the run), else the parameter; a GPU run from before the
+    parameter recorded nothing, and JAX's and TensorFlow's default on an Ampere or later GPU is TF32."""
+    recorded = (device or {}).get("matmul_precision")
+    if isinstance(recorded, dict):
+        return "TF32 products, not float32" if "TF32" in str(recorded.get("effective")) else ""
+    if device and device.get("device") == "GPU" and device.get("backend") in ("jax", "tensorflow"):
+        return f"matmul precision not recorded ({BACKEND_NAMES.get(device['backend'], device['backend'])}'s " \
+               "default on an Ampere or later GPU: TF32 products)"
+    return "TF32 products, not float32" if params.get("matmul_precision") == "tf32" and device is None else ""
+
+
+def comparable(params: OptimizersParams, dataset: dict, device: dict | None = None) -> tuple[bool, str]:
+    """Is this run the paper's protocol (CIFAR-10, 50k train, 150 epochs, float32)? If not, why not.
+    ``device``: the run's device record (provenance), which says what precision it computed in."""
     paper_epochs = int(paper.value("polishchuk2019", "epochs"))
     paper_train = int(paper.value("polishchuk2019", "train_images"))
     why = []
@@ -31,8 +46,8 @@ def comparable(params: OptimizersParams, dataset: dict) -> tuple[bool, str]:
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
     if params["epochs"] != paper_epochs:
         why.append(f"{params['epochs']} epochs, not {paper_epochs}")
-    if params.get("matmul_precision") == "tf32":  # runs before the parameter existed did not record it
-        why.append("TF32 products, not float32")
+    if precision := precision_deviation(params, device):
+        why.append(precision)
     return not why, "; ".join(why)
 
 
@@ -66,9 +81,10 @@ def top_two(s: pd.DataFrame) -> set[str]:
     return set(s.sort_values("final_accuracy", ascending=False).index[:2])
 
 
-def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> dict[str, _claims.Measured]:
+def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict,
+                 device: dict | None = None) -> dict[str, _claims.Measured]:
     """One :class:`~repro.core.claims.Measured` per claim id, from the ``summary`` table of a run."""
-    ok, why = comparable(params, dataset)
+    ok, why = comparable(params, dataset, device)
     gate = None if ok else V.not_comparable(why)
     s = shared(summary)
     out = {cid: _accuracy(opt, s, gate) for opt, cid in ACCURACY_CLAIMS.items()}
@@ -96,15 +112,16 @@ def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict)
     return out
 
 
-def ledger(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> pd.DataFrame:
+def ledger(summary: pd.DataFrame, params: OptimizersParams, dataset: dict, device: dict | None = None) -> pd.DataFrame:
     """The ledger of these measurements (the harness writes the same one), indexed by claim id."""
-    frame = _claims.ledger(NAME, measurements(summary, params, dataset))
+    frame = _claims.ledger(NAME, measurements(summary, params, dataset, device))
     return frame.set_axis(list(_claims.load(NAME)), axis=0)
 
 
-def compare_with_paper(summary: pd.DataFrame, params: OptimizersParams, dataset: dict) -> pd.DataFrame:
+def compare_with_paper(summary: pd.DataFrame, params: OptimizersParams, dataset: dict,
+                       device: dict | None = None) -> pd.DataFrame:
     """The paper's reported results next to our `shared` run, the ledger's verdict per optimizer."""
-    verdicts = ledger(summary, params, dataset)
+    verdicts = ledger(summary, params, dataset, device)
     s = shared(summary)
     rows = []
     for opt in params["optimizers"]:
