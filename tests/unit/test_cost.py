@@ -386,6 +386,11 @@ def test_a_sweep_on_the_stand_ins_or_shorter_is_not_comparable_whatever_it_measu
     assert " / cifar10_cnn: fashion_mnist_rgb32" in v["vendor_gpu_speedup_overstated"]
     no_columns = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
     no_columns["runs"] = no_columns["runs"].drop(columns=["dataset", "n_train", "epochs"])
+    gap = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
+    gap["runs"]["epochs"] = gap["runs"]["epochs"].astype(float)
+    gap["runs"].loc[0, "epochs"] = float("nan")  # one run without its epochs: the others' 12 do not vouch for it
+    assert _verdicts(gap)["optimal_cores_mnist"] == ("not comparable (mnist_cnn: epochs not recorded for every "
+                                                    "run; google_cloud_2017 prices)")
     assert _verdicts(no_columns)["optimal_cores_mnist"] == ("not comparable (mnist_cnn: dataset not recorded; "
                                                            "n_train not recorded; epochs not recorded; "
                                                            "google_cloud_2017 prices)")

@@ -249,6 +249,22 @@ def set_matmul_precision(choice: str, device: dict) -> dict:
             else "float32" if name in ("jax", "tensorflow") else "the backend's default"}
 
 
+def precision_deviation(device: dict | None, requested: str | None = None) -> str:
+    """Why a run's convolutions and matrix products were not float32 (empty where they were), from its
+    device record (:func:`device_summary`; ``matmul_precision`` where the run set it), else from what it
+    ``requested``: a GPU run under JAX or TensorFlow that set nothing got its backend's default, which on
+    an Ampere or later GPU is TF32 (the papers' runs predate TF32)."""
+    from repro.core.provenance import BACKEND_NAMES
+
+    recorded = (device or {}).get("matmul_precision")
+    if isinstance(recorded, dict):
+        return "TF32 products, not float32" if "TF32" in str(recorded.get("effective")) else ""
+    if device and device.get("device") == "GPU" and device.get("backend") in ("jax", "tensorflow"):
+        return f"matmul precision not recorded ({BACKEND_NAMES.get(device['backend'], device['backend'])}'s " \
+               "default on an Ampere or later GPU: TF32 products)"
+    return "TF32 products, not float32" if requested == "tf32" and device is None else ""
+
+
 def _version(metadata, dist: str) -> str | None:
     try:
         return metadata.version(dist)

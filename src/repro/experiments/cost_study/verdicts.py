@@ -89,7 +89,10 @@ def _off_protocol(runs: pd.DataFrame, net: str) -> list[str]:
         if col not in r:
             why.append(f"{col} not recorded")
             continue
-        why += [say.format(v, want) for v in sorted(set(r[col].dropna()), key=str) if v != want]
+        if r[col].isna().any():
+            why.append(f"{col} not recorded for every run")
+        why += [say.format(int(v) if col != "dataset" else v, want)
+                for v in sorted(set(r[col].dropna()), key=str) if v != want]
     return why
 
 

@@ -34,8 +34,9 @@ def trained_with(params: dict) -> str:
     return LABELS[params.get("optimizer", "adam")]
 
 
-def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH) -> list[str]:
-    """How this run departs from the reference protocol (empty: the same protocol)."""
+def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH, device: dict | None = None) -> list[str]:
+    """How this run departs from the reference protocol (empty: the same protocol); ``device``: the run's
+    device record, which says whether it computed in float32."""
     ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
     ref_train = int(paper.value("cloudcost2017", "mnist_train_images"))
     problems = []
@@ -47,25 +48,27 @@ def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH) -> list
         problems.append(f"{params['epochs']} epochs, not {ref_epochs}")
     if optimizer != REFERENCE_OPTIMIZER:  # a declared protocol deviation
         problems.append(f"optimizer {optimizer}, the Keras example's is {REFERENCE_OPTIMIZER}")
+    if precision := training.precision_deviation(device):
+        problems.append(precision)
     return problems
 
 
 def accuracy(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH,
-             runs: int = 1) -> claims.Measured:
+             runs: int = 1, device: dict | None = None) -> claims.Measured:
     """The measurement behind claim ``accuracy_12ep``: the mean final accuracy of ``runs`` seeds."""
-    problems = protocol(params, dataset, optimizer)
+    problems = protocol(params, dataset, optimizer, device)
     acc = summary["final_test_accuracy"]
     return claims.Measured(ours=f"{acc:.2%}" + (f" (mean of {runs} seeds)" if runs > 1 else ""), value=acc, runs=runs,
                            gate=V.not_comparable("; ".join(problems)) if problems else None)
 
 
 def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH,
-                       runs: int = 1) -> pd.DataFrame:
+                       runs: int = 1, device: dict | None = None) -> pd.DataFrame:
     """Paper vs ours with a verdict per row (``optimizer``: what the run trained with)."""
     ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
     ref_train = int(paper.value("cloudcost2017", "mnist_train_images"))
     claim = claims.load(NAME)["accuracy_12ep"]
-    m = accuracy(summary, params, dataset, optimizer, runs)
+    m = accuracy(summary, params, dataset, optimizer, runs, device)
     verdict = claims.ledger(NAME, {claim.id: m}).loc[0, "verdict"]  # the ledger's rules (runs) apply here too
     return pd.DataFrame([
         {"quantity": "test accuracy after the last epoch", "paper": claim.reference(),
@@ -107,13 +110,14 @@ class MnistCnn(harness.Experiment):
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
         runs = len(result.tables["repeats"]) if "repeats" in result.tables else 1
         return {"accuracy_12ep": accuracy(result.summary, result.params, result.provenance["datasets"][0],
-                                          trained_with(result.params), runs)}
+                                          trained_with(result.params), runs, result.provenance.get("device"))}
 
     def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours``: the claim's verdict and the protocol next to the paper's (rejudge rewrites it)."""
         runs = len(result.tables["repeats"]) if "repeats" in result.tables else 1
         return harness.Output({"paper_vs_ours": compare_with_paper(
-            result.summary, result.params, result.provenance["datasets"][0], trained_with(result.params), runs)})
+            result.summary, result.params, result.provenance["datasets"][0], trained_with(result.params), runs,
+            result.provenance.get("device"))})
 
 
 def train_once(ds: _data.Dataset, p: MnistCnnParams, seed: int) -> tuple[pd.DataFrame, int]:

@@ -8,7 +8,7 @@ import pandas as pd
 from repro.core import claims as _claims
 from repro.core import paper
 from repro.core import verdicts as V
-from repro.core.provenance import BACKEND_NAMES
+from repro.ml import training
 
 from .common import LABELS, NAME
 from .paramtypes import OptimizersParams
@@ -18,19 +18,6 @@ ACCURACY_CLAIMS = {"sgd": "sgd_accuracy", "momentum": "momentum_accuracy", "nest
                    "rmsprop": "rmsprop_accuracy", "adam": "adam_best", "adagrad": "adagrad_accuracy",
                    "nadam": "nadam_close"}
 NO_HARDWARE = V.not_comparable("the paper's hardware is not stated")
-
-
-def precision_deviation(params: OptimizersParams, device: dict | None) -> str:
-    """Why this run's convolutions and matrix products were not float32 (empty where they were): from the
-    device record (``matmul_precision``, set by the run), else the parameter; a GPU run from before the
-    parameter recorded nothing, and JAX's and TensorFlow's default on an Ampere or later GPU is TF32."""
-    recorded = (device or {}).get("matmul_precision")
-    if isinstance(recorded, dict):
-        return "TF32 products, not float32" if "TF32" in str(recorded.get("effective")) else ""
-    if device and device.get("device") == "GPU" and device.get("backend") in ("jax", "tensorflow"):
-        return f"matmul precision not recorded ({BACKEND_NAMES.get(device['backend'], device['backend'])}'s " \
-               "default on an Ampere or later GPU: TF32 products)"
-    return "TF32 products, not float32" if params.get("matmul_precision") == "tf32" and device is None else ""
 
 
 def comparable(params: OptimizersParams, dataset: dict, device: dict | None = None) -> tuple[bool, str]:
@@ -46,7 +33,7 @@ def comparable(params: OptimizersParams, dataset: dict, device: dict | None = No
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
     if params["epochs"] != paper_epochs:
         why.append(f"{params['epochs']} epochs, not {paper_epochs}")
-    if precision := precision_deviation(params, device):
+    if precision := training.precision_deviation(device, params.get("matmul_precision")):
         why.append(precision)
     return not why, "; ".join(why)
 
