@@ -31,7 +31,9 @@ import pandas as pd
 
 from repro.core import claims as _claims
 from repro.core import params as _params
+from repro.core import paramtypes as _paramtypes
 from repro.core import provenance, results
+from repro.core.paramtypes import Params
 from repro.core.results import Run
 
 
@@ -40,7 +42,7 @@ class Result:
     """What an experiment's ``run`` returns to its notebook (and what ``judge`` reads)."""
 
     run_dir: Path
-    params: Any  # the experiment's <Name>Params (a dict: read back from provenance.json when rejudged)
+    params: Any  # the experiment's <Name>Params (repro.core.paramtypes), also when read back from provenance.json
     provenance: dict
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -88,11 +90,11 @@ class Experiment(abc.ABC):
         after it, and again by :func:`rejudge_run` (``Output({})`` where the chapter shows the ledger only)."""
 
 
-def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[dict, str]:
-    """Validated parameters and the profile's name (the default profile when ``None``)."""
+def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[Params, str]:
+    """Validated, typed parameters and the profile's name (the default profile when ``None``)."""
     spec = _params.spec(experiment)
     profile = profile or spec.default_profile
-    return spec.resolve(profile, overrides), profile
+    return _paramtypes.typed(experiment, spec.resolve(profile, overrides)), profile
 
 
 def finished(run_dir) -> bool:
@@ -108,7 +110,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     leaves its directory marked failed, never half-finished."""
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
-    run_ = Run(exp.name, profile, p, root)  # provenance is collected before its directory exists
+    run_ = Run(exp.name, profile, p.flat(), root)  # provenance is collected before its directory exists
     try:
         return _measure_and_judge(exp, run_, p, inputs)
     except BaseException:
@@ -117,7 +119,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
         raise
 
 
-def _measure_and_judge(exp: Experiment, run_: Run, p: dict, inputs: Any) -> Result:
+def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Result:
     out = exp.measure(run_, p, inputs)
     for name, df in out.tables.items():
         run_.write_csv(name, df)
@@ -185,7 +187,8 @@ def load_result(run_dir: Path) -> Result:
     record = results.read_provenance(run_dir)
     tables = {p.stem: results.read_csv(run_dir, p.stem) for p in sorted(run_dir.glob("*.csv"))}
     summary = results.read_json(run_dir, "summary") if (run_dir / "summary.json").is_file() else {}
-    return Result(run_dir, record["parameters"], record, tables, summary)
+    typed = _paramtypes.params_class(record["experiment"]).of(record["parameters"])
+    return Result(run_dir, typed, record, tables, summary)
 
 
 def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -67,6 +67,13 @@ class ParamSpec(_Strict):
     choices: tuple[int | float | str, ...] | None = None
     nullable: bool = False
     length: int | None = Field(default=None, ge=1)  # exact length of a list
+    legacy: Any = None  # what a stored run made before this parameter existed ran with (only where declared)
+
+    @property
+    def has_legacy(self) -> bool:
+        """Whether ``legacy:`` is declared (``legacy: null`` included): a stored run without this parameter
+        then reads as having had it; without it such a run cannot be read."""
+        return "legacy" in self.model_fields_set
 
     def describe(self) -> str:
         """Human-readable allowed values, e.g. 'an integer >= 1'."""
@@ -159,6 +166,14 @@ class ProfileDecl(_Strict):
     values: dict[str, Any] = Field(default_factory=dict)
 
 
+class GroupDecl(_Strict):
+    """One entry of ``groups:``: the parameters named ``<group>_<field>`` read as ``p.<group>.<field>``; ``own``
+    names the field of the parameter called just ``<group>`` (``emulate`` -> ``p.emulate.hardware``)."""
+
+    help: str = ""
+    own: str | None = None
+
+
 class ProfileFile(_Strict):
     """A whole ``profile.yaml``."""
 
@@ -167,6 +182,7 @@ class ProfileFile(_Strict):
     notebook: str
     default_profile: str = "smoke"
     parameters: dict[str, ParamSpec] = Field(min_length=1)
+    groups: dict[str, GroupDecl] = Field(default_factory=dict)
     defaults: dict[str, Any] = Field(default_factory=dict)
     profiles: dict[str, ProfileDecl] = Field(min_length=1)
 
@@ -210,6 +226,12 @@ class ExperimentSpec:
     params: dict[str, ParamSpec]
     profiles: dict[str, Profile] = field(repr=False)
     defaults: dict = field(default_factory=dict, repr=False)
+    groups: dict[str, GroupDecl] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def layout(self) -> dict[str, tuple[str | None, str]]:
+        """Each parameter's place in the typed parameters: ``name -> (group or None, field)``."""
+        return layout(self.params, self.groups)
 
     @cached_property
     def model(self) -> type[BaseModel]:
@@ -268,6 +290,30 @@ class ExperimentSpec:
         return out
 
 
+def layout(params: Mapping[str, ParamSpec], groups: Mapping[str, GroupDecl]) -> dict[str, tuple[str | None, str]]:
+    """``name -> (group, field)``: ``<group>_<field>`` in its group (the longest group that prefixes it), the
+    parameter called just ``<group>`` as the group's ``own`` field, any other at the top (group ``None``).
+    A group without members, or one named like a parameter but without ``own``, is an error."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for name in params:
+        if name in groups:
+            own = groups[name].own
+            if own is None:
+                raise ParameterError(f"group '{name}' is also a parameter: give the group an 'own' field name")
+            out[name] = (name, own)
+            continue
+        prefix = max((g for g in groups if name.startswith(g + "_")), key=len, default=None)
+        out[name] = (prefix, name[len(prefix) + 1:]) if prefix else (None, name)
+    for group, decl in groups.items():
+        fields = [f for g, f in out.values() if g == group]
+        if not fields or (decl.own is not None and group not in params):
+            raise ParameterError(f"group '{group}' has no parameter '{group}_<field>'"
+                                 + (f" or '{group}' (its own field {decl.own!r})" if decl.own else ""))
+        if len(set(fields)) != len(fields):
+            raise ParameterError(f"group '{group}': two parameters map to one field")
+    return out
+
+
 def format_value(value: Any) -> str:
     """A parameter's value as ``-p name=VALUE`` takes it (``1,2``, ``null``, ``true``)."""
     if value is None:
@@ -290,7 +336,11 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
     params = {pname: p.model_copy(update={"name": pname}) for pname, p in doc.parameters.items()}
     spec = ExperimentSpec(name=name, title=doc.title, paper=doc.paper, notebook=doc.notebook,
                           module=f"{PACKAGE}.{name}.experiment", default_profile=doc.default_profile,
-                          params=params, profiles={}, defaults=dict(doc.defaults))
+                          params=params, profiles={}, defaults=dict(doc.defaults), groups=dict(doc.groups))
+    try:
+        spec.layout
+    except ParameterError as err:
+        raise ParameterError(f"{where}: groups: {err}") from None
     spec.check_names(doc.defaults, f"{where}: defaults: ")
     for pname, value in doc.defaults.items():
         try:

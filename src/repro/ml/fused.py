@@ -434,31 +434,32 @@ def probe(out: Path, n_train: int | None = None, n_test: int | None = None, prof
     import keras
 
     from repro.core.params import resolve
+    from repro.core.paramtypes import typed
     from repro.ml import models as _models
     from repro.ml import optim
 
     Path(out).write_text(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
                                      "devices": [str(d) for d in jax.devices()]}, indent=1))
-    p = resolve("optimizers", profile, {})
-    precision = training.set_matmul_precision(p["matmul_precision"], training.device_summary())
-    n_train, n_test = n_train or p["train_samples"] or 50_000, n_test or p["test_samples"] or 10_000
+    p: Any = typed("optimizers", resolve("optimizers", profile, {}))  # OptimizersParams (ml sits below experiments)
+    precision = training.set_matmul_precision(p.matmul_precision, training.device_summary())
+    n_train, n_test = n_train or p.train_samples or 50_000, n_test or p.test_samples or 10_000
     rng = np.random.default_rng(0)
     data = Dataset(rng.random((n_train, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_train),
                    rng.random((n_test, 32, 32, 3), dtype="float32"), rng.integers(0, 10, n_test),
                    {"name": "random", "classes": 10, "n_train": n_train, "n_test": n_test})
-    jobs = [(opt, seed) for seed in p["seeds"] for opt in p["optimizers"]]  # the order measure.train_all uses
+    jobs = [(opt, seed) for seed in p.seeds for opt in p.optimizers]  # the order measure.train_all uses
     built = []
     for opt, seed in jobs:
         keras.utils.set_random_seed(seed)
-        model = _models.polishchuk_cnn(data.input_shape, 10, p["filters"], p["dense_units"], p["dropout"])
-        built.append(optim.compile_classifier(model, opt, p["learning_rate"], p["momentum"]))
+        model = _models.polishchuk_cnn(data.input_shape, 10, p.filters, p.dense_units, p.dropout)
+        built.append(optim.compile_classifier(model, opt, p.learning_rate, p.momentum))
     t0 = time.perf_counter()
-    hist = fit_many(built, data, epochs=epochs, batch_size=p["batch_size"], seed=[s for _, s in jobs],
-                    steps_per_execution=p["steps_per_execution"], verbose=0)[0]
+    hist = fit_many(built, data, epochs=epochs, batch_size=p.batch_size, seed=[s for _, s in jobs],
+                    steps_per_execution=p.steps_per_execution, verbose=0)[0]
     timed = float(hist["epoch_time_s"].iloc[1:].mean())
     report = {"jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
               "device_kind": jax.devices()[0].device_kind, "profile": profile, "models": len(built),
-              "n_train": n_train, "batch_size": p["batch_size"], "steps_per_execution": p["steps_per_execution"],
+              "n_train": n_train, "batch_size": p.batch_size, "steps_per_execution": p.steps_per_execution,
               "scan": on_accelerator(), "stacked": stacked.stackable(built[0]) == "", "matmul_precision": precision,
               "compile_s": float(hist["epoch_time_s"].iloc[0]) - timed, "epoch_s": timed,
               "images_per_s_all_models": len(built) * n_train / timed, "wall_s": time.perf_counter() - t0}

@@ -304,11 +304,11 @@ def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices
     timing = timing_table(runs)
     cpu = runs[runs["device"] == "cpu"]
     fits = {net: fit_amdahl(g["cores"], g["t_learn_s"]) for net, g in cpu.groupby("network", sort=True)}
-    scaling = scaling_table(runs, fits, p["extrapolate_cores"])
+    scaling = scaling_table(runs, fits, p.extrapolate_cores)
     costs = cost_table(runs, scaling, prices, gpu_model)
-    targets = {"mnist_cnn": p["mnist_target_accuracy"], "cifar10_cnn": p["cifar_target_accuracy"]}
+    targets = {"mnist_cnn": p.mnist_target_accuracy, "cifar10_cnn": p.cifar_target_accuracy}
     tables = {"timing": timing, "scaling": scaling, "costs": costs, "optimal": optimal_table(costs),
-              "step_sensitivity": step_sensitivity(costs, p["reference_provider"], p["billing_steps_s"]),
+              "step_sensitivity": step_sensitivity(costs, p.reference_provider, p.billing_steps_s),
               "cost_to_accuracy": cost_to_accuracy(runs, epochs, prices, targets, gpu_model),
               "memory": memory_table(runs), "phases": phases_table(runs, prices),
               "assumed_phases": prices.assumed_phases, "prices": prices.instances, "providers": prices.providers}
@@ -320,7 +320,7 @@ def make_summary(runs: pd.DataFrame, scaling: pd.DataFrame, p: CostStudyParams, 
     """Headline numbers (``summary.json``); ``gpu`` and ``docker`` are what the verdicts read."""
     s: dict[str, Any] = {"children": int(len(runs)), "gpu": gpu, "docker": docker, "currency": prices.currency,
          "assumed_cloud_seconds": prices.assumed_seconds(), "networks": {}}
-    for net in p["networks"]:
+    for net in p.networks:
         g = runs[(runs["network"] == net) & (runs["device"] == "cpu")]
         if g.empty:
             continue

@@ -118,7 +118,7 @@ def sweep_children(run, p: CostStudyParams, children: list[dict], n_gpus: int) -
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpu_ids = [v for v in visible.split(",") if v.strip()] if visible else [str(i) for i in range(n_gpus)]
     root = resume.checkpoint_root(run.dir, p)
-    if not p["resume"]:
+    if not p.resume:
         shutil.rmtree(root, ignore_errors=True)
     kept, rows, epochs, last = resume.finished(root), [], [], 0.0
     run.note("checkpoints", str(root))
@@ -148,10 +148,10 @@ def _one_child(run, p: CostStudyParams, child: dict, gpu_ids: list[str]) -> tupl
     net = child["network"]
     np_ = net_params(p, net)
     task = {"kind": "call", "entry": TRAIN_ENTRY, "label": child["label"], "network": net,
-            "gpus": child["gpus"], "seed": p["seed"], "learning_rate": p["learning_rate"], **np_}
+            "gpus": child["gpus"], "seed": p.seed, "learning_rate": p.learning_rate, **np_}
     k_cores = sweep.cores_for(child["cores"])
     log.info("cost_study child %s on CPUs %s", child["label"], k_cores)
-    res = sweep.run_child(task, k_cores, timeout=p["child_timeout_s"], sample_interval=p["sample_interval_s"],
+    res = sweep.run_child(task, k_cores, timeout=p.child_timeout_s, sample_interval=p.sample_interval_s,
                           samples_path=run.dir / "samples" / f"{child['label']}.csv",
                           log_path=run.dir / "logs" / f"{child['label']}.log", env=_child_env(child, gpu_ids))
     epochs = [{"label": child["label"], "network": net, "device": child["device"], "cores": child["cores"],
@@ -175,19 +175,19 @@ class CostStudy(harness.Experiment):
 
     def prepare(self, p: CostStudyParams) -> dict:
         """Core counts, price table, datasets, GPUs and Docker checked, the children planned."""
-        cores = core_counts(p["cores"], len(sweep.available_cores()))
+        cores = core_counts(p.cores, len(sweep.available_cores()))
         try:
-            prices = billing.load_prices(p["price_table"])
-            prices.provider(p["reference_provider"])
+            prices = billing.load_prices(p.price_table)
+            prices.provider(p.reference_provider)
         except billing.PriceTableError as exc:
             raise ParameterError(f"price table: {exc}") from None
         datasets = []
-        for net in p["networks"]:  # fail early, in one line, if a dataset is missing
+        for net in p.networks:  # fail early, in one line, if a dataset is missing
             np_ = net_params(p, net)
             datasets.append(_data.load(np_["dataset"], np_["n_train"] or None, np_["n_test"] or None,
-                                       seed=p["seed"]).info)
+                                       seed=p.seed).info)
         off = {"gpus": 0, "reason": "GPU sweep switched off: gpu_sweep is false"}
-        gpu: dict[str, Any] = gpu_status() if p["gpu_sweep"] else off
+        gpu: dict[str, Any] = gpu_status() if p.gpu_sweep else off
         return {"cores": cores, "prices": prices, "datasets": datasets, "gpu": gpu, "docker": docker_status(),
                 "children": plan(p, cores, gpu["gpus"])}
 
@@ -227,12 +227,12 @@ def glue_numbers(result: Result) -> None:
 
     s, p = result.summary, result.params
     glue("cost_children", s["children"])
-    glue("cost_reps", p["repetitions"])
+    glue("cost_reps", p.repetitions)
     glue("cost_cores", ", ".join(map(str, result.provenance.get("cores_swept", []))))
     glue("cost_gpu_reason", s["gpu"]["reason"])
     glue("cost_docker_reason", s["docker"]["reason"])
     glue("cost_assumed_s", s["assumed_cloud_seconds"])
-    glue("cost_ref_provider", p["reference_provider"])
+    glue("cost_ref_provider", p.reference_provider)
     glue("cost_affinity_ok", "yes" if all(n.get("affinity_matches") for n in s["networks"].values()) else "NO")
     fits = json.loads(Path(result.run_dir, "amdahl.json").read_text())
     opt = result["optimal"]
@@ -251,6 +251,6 @@ def glue_numbers(result: Result) -> None:
         glue(f"cost_{short}_serial", float("nan") if serial is None else serial)
         glue(f"cost_{short}_serial_se",
              f"± {se:.2f}" if se is not None else "(exact fit: no spare runs for an uncertainty)")
-        o = opt[(opt["network"] == net) & (opt["provider"] == p["reference_provider"]) & (opt["among"] == "measured")]
+        o = opt[(opt["network"] == net) & (opt["provider"] == p.reference_provider) & (opt["among"] == "measured")]
         glue(f"cost_{short}_opt_cores", int(o["cores"].iloc[0]) if len(o) else "-")
     glue("cost_max_cores", int(result["runs"]["cores"].max()))

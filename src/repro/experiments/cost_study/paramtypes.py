@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class CostStudyParams(TypedDict):
+class CostStudyParams(Params):
     """The parameters of cost_study (experiments/cost_study/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'cost_study'
 
     networks: list[str]
     mnist_dataset: Literal['mnist', 'mnist_subset']

@@ -80,14 +80,14 @@ def plan(p: CostStudyParams, cores: list[int], n_gpus: int) -> list[dict]:
     """Every child to run, repetition-major (rep 1 of everything, then rep 2, ...) to spread drift."""
     all_cores = sweep.available_cores()
     configs = []
-    for net in p["networks"]:
+    for net in p.networks:
         for k in cores:
             configs.append({"network": net, "cores": k, "gpus": 0, "device": "cpu"})
-        if p["gpu_sweep"] and n_gpus:
+        if p.gpu_sweep and n_gpus:
             for g in range(1, n_gpus + 1):  # 0 GPUs = the core sweep's all-core run
                 configs.append({"network": net, "cores": gpu_cores(g, len(all_cores)), "gpus": g, "device": "gpu"})
     out = []
-    for rep in range(1, p["repetitions"] + 1):
+    for rep in range(1, p.repetitions + 1):
         for c in configs:
             out.append({**c, "rep": rep, "label": f"{c['network']}-{c['device']}-k{c['cores']}-g{c['gpus']}-r{rep}"})
     return out

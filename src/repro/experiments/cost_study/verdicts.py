@@ -112,7 +112,7 @@ def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     if band is None:
         raise claims.ClaimsError("cost_study/claims.yaml: optimal_cores_mnist needs a band")
     lo, hi = (int(b) for b in band)
-    runs, optimal, ref = tables["runs"], tables["optimal"], p["reference_provider"]
+    runs, optimal, ref = tables["runs"], tables["optimal"], p.reference_provider
     cpu = runs["device"] == "cpu"
     max_k = int(runs.loc[cpu, "cores"].max()) if cpu.any() else 0
     opt = optimal[(optimal["network"] == "mnist_cnn") & (optimal["provider"] == ref)]
@@ -121,7 +121,7 @@ def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     meas, extr = opt[opt["among"] == "measured"], opt[opt["among"] == "measured + extrapolated"]
     ours = f"cheapest measured: {int(meas['cores'].iloc[0])} core(s)" if len(meas) else "MNIST not run"
     if len(extr):
-        ext_k = sorted(set(p["extrapolate_cores"]))
+        ext_k = sorted(set(p.extrapolate_cores))
         ours += (f"; cheapest including Amdahl extrapolations to {', '.join(map(str, ext_k))} cores: "
                  f"{int(extr['cores'].iloc[0])} core(s)"
                  + (" (a measured configuration)" if extr["kind"].iloc[0] == "measured" else " (an extrapolation)"))
@@ -129,15 +129,15 @@ def optimal_cores_mnist(tables: dict, p: CostStudyParams) -> Measured:
     if not len(meas):
         return Measured(ours, gate=V.not_testable("the MNIST network was not in this run"), basis="none")
     if max_k < hi:
-        return Measured(ours, runs=p["repetitions"], gate=V.not_testable(
+        return Measured(ours, runs=p.repetitions, gate=V.not_testable(
             f"only 1..{max_k} cores on this machine; {lo}-{hi} is beyond what we can measure"))
-    return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p["repetitions"], note=f"{ref} prices",
+    return Measured(ours, value=float(meas["cores"].iloc[0]), runs=p.repetitions, note=f"{ref} prices",
                     gate=protocol_gate(tables, ("mnist_cnn",)))
 
 
 def gpu_mnist_faster_dearer(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """Speed-up and cost ratio of one GPU over the CPU run with the most cores (MNIST)."""
-    res = gpu_vs_cpu(tables, "mnist_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
+    res = gpu_vs_cpu(tables, "mnist_cnn", p.reference_provider) if _has_gpu_runs(tables) else None
     if res is None:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
@@ -145,34 +145,34 @@ def gpu_mnist_faster_dearer(tables: dict, p: CostStudyParams, summary: dict) -> 
     gate = _other_gpu(summary) or (V.not_comparable(f"reference is {kc} cores, not {PAPER_CPU_CORES}")
                                    if kc != PAPER_CPU_CORES else None) or protocol_gate(tables, ("mnist_cnn",))
     if gate is not None:
-        return Measured(ours, runs=p["repetitions"], gate=gate)
+        return Measured(ours, runs=p.repetitions, gate=gate)
     s_lo, s_hi = _rv("gpu_speedup_mnist_min"), _rv("gpu_speedup_mnist_max")
     r_lo, r_hi = _rv("gpu_cost_ratio_mnist_min"), _rv("gpu_cost_ratio_mnist_max")
     ok = s_lo <= speed <= s_hi and (ratio is None or r_lo <= ratio[0] <= r_hi)
-    return Measured(ours, holds=ok, runs=p["repetitions"])
+    return Measured(ours, holds=ok, runs=p.repetitions)
 
 
 def gpu_cifar_cost_saving(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """GPU cost over the cost of the CPU run with the most cores (CIFAR-10)."""
-    res = gpu_vs_cpu(tables, "cifar10_cnn", p["reference_provider"]) if _has_gpu_runs(tables) else None
+    res = gpu_vs_cpu(tables, "cifar10_cnn", p.reference_provider) if _has_gpu_runs(tables) else None
     if res is None:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     speed, ratio, kc = res
     if ratio is None:
         return Measured("-", gate=V.not_testable("no priced GPU instance"), basis="none")
     return Measured(f"GPU costs {ratio[0]:.2f}x the {kc}-core CPU run ({ratio[1]})", value=ratio[0],
-                    runs=p["repetitions"], gate=_other_gpu(summary) or protocol_gate(tables, ("cifar10_cnn",)))
+                    runs=p.repetitions, gate=_other_gpu(summary) or protocol_gate(tables, ("cifar10_cnn",)))
 
 
 def vendor_gpu_speedup_overstated(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     """Our GPU speed-ups, below the vendors' lowest claim or not."""
-    res = [gpu_vs_cpu(tables, n, p["reference_provider"]) for n in ("mnist_cnn", "cifar10_cnn")] \
+    res = [gpu_vs_cpu(tables, n, p.reference_provider) for n in ("mnist_cnn", "cifar10_cnn")] \
         if _has_gpu_runs(tables) else []
     speeds = [r[0] for r in res if r]
     if not speeds:
         return Measured("-", gate=_no_gpu(summary), basis="none")
     ok = max(speeds) < _rv("vendor_gpu_speedup_claim_min")
-    return Measured(", ".join(f"{s:.2f}x" for s in speeds), holds=ok, runs=p["repetitions"],
+    return Measured(", ".join(f"{s:.2f}x" for s in speeds), holds=ok, runs=p.repetitions,
                     note="" if ok else f"measured up to {max(speeds):.1f}x",
                     gate=_other_gpu(summary) or protocol_gate(tables, ("mnist_cnn", "cifar10_cnn")))
 
@@ -204,7 +204,7 @@ def memory_over_weights(tables: dict, p: CostStudyParams) -> Measured:
     first = cpu_mem.groupby("network").head(1)
     ours = "; ".join(f"{r.network} {r.peak_rss_mb_mean:.0f} MB peak RSS = {r.rss_over_weights:.0f}x its weights"
                      for r in first.itertuples())
-    return Measured(ours, holds=bool((first["rss_over_weights"] > 1).all()), gate=gate, runs=p["repetitions"])
+    return Measured(ours, holds=bool((first["rss_over_weights"] > 1).all()), gate=gate, runs=p.repetitions)
 
 
 def cpu_vs_gpu_ram(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
@@ -212,7 +212,7 @@ def cpu_vs_gpu_ram(tables: dict, p: CostStudyParams, summary: dict) -> Measured:
     if not _has_gpu_runs(tables):
         return Measured("CPU peak RSS only", gate=_no_gpu(summary), basis="none")
     return Measured("see the memory table", gate=V.not_comparable("no number in the paper"),
-                    runs=p["repetitions"])
+                    runs=p.repetitions)
 
 
 def _reported(reported: pd.DataFrame, ident: str) -> float:

@@ -173,7 +173,7 @@ def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: DistributedP
         # a synchronous PS step pulls (server out) then, after the compute, pushes (server in): the two
         # directions follow each other; all-reduce (and async PS across workers) uses both at once
         directions = 2 if method == "ps_sync" else 1
-        comm_bound = n * p["batch_size"] * rate / (8 * volume * directions)
+        comm_bound = n * p.batch_size * rate / (8 * volume * directions)
         cb = compute_bound.get((method, r["model"]), float("nan"))
         rows.append({"method": method, "bandwidth": bandwidth, "bandwidth_mbps": rate / 1e6, "model": r["model"],
                      "workers": n, "model_mb": model_bytes / 1e6,
@@ -183,5 +183,5 @@ def sweep_rows(method: str, bandwidth: str, summary: list[dict], p: DistributedP
                      "total_images_per_sec": r["total_images_per_sec"],
                      "comm_bound_images_per_sec": comm_bound, "loopback_images_per_sec": cb,
                      "predicted_images_per_sec": comm_bound if math.isnan(cb) else min(comm_bound, cb),
-                     "critical_mbps": volume * 8 * directions * cb / (n * p["batch_size"]) / 1e6})  # NaN stays NaN
+                     "critical_mbps": volume * 8 * directions * cb / (n * p.batch_size) / 1e6})  # NaN stays NaN
     return rows

@@ -75,26 +75,26 @@ def glue_numbers(result: Result) -> None:
     glue = report.glue
     p = result.params
     t = result["throughput"]
-    glue("dist_models", ", ".join(p["models"]))
-    glue("dist_workers", ", ".join(map(str, p["workers"])))
-    glue("dist_batch", p["batch_size"])
-    glue("dist_steps", p["steps"])
-    glue("dist_warmup", p["warmup_steps"])
+    glue("dist_models", ", ".join(p.models))
+    glue("dist_workers", ", ".join(map(str, p.workers)))
+    glue("dist_batch", p.batch_size)
+    glue("dist_steps", p.steps)
+    glue("dist_warmup", p.warmup_steps)
     glue("dist_cores", result.summary["cores"])
     glue("dist_share", "share them with each other and with the PS/chief processes (no spare core per added worker)"
          if result.summary["workers_share_cores"] else "each have cores of their own")
     glue("dist_paper_batch", int(paper.value(PAPER, "bench_batch_size")))
     glue("dist_paper_steps", int(paper.value(PAPER, "bench_iterations")))
-    nmax = max(p["workers"])
-    glue("dist_nmin", min(p["workers"]))
+    nmax = max(p.workers)
+    glue("dist_nmin", min(p.workers))
     glue("dist_nmax", nmax)
-    model0 = p["models"][0]
+    model0 = p.models[0]
     for method in METHODS:
-        for label, n in (("min", min(p["workers"])), ("max", nmax)):
+        for label, n in (("min", min(p.workers)), ("max", nmax)):
             sel = t[(t["method"] == method) & (t["workers"] == n) & (t["model"] == model0)]
             glue(f"dist_{method}_{label}", float(sel["total_images_per_sec"].iloc[0]) if len(sel) else float("nan"))
-    glue("dist_model0", p["models"][0])
-    glue("dist_sweep_workers", p["sweep_workers"])
+    glue("dist_model0", p.models[0])
+    glue("dist_sweep_workers", p.sweep.workers)
     f = result["findings"]
     fault = f[f["finding"] == "fault_tolerance"]
     glue("dist_fault_summary", f"Measured: {fault['ours'].iloc[0]} (verdict: {fault['verdict'].iloc[0]})."
@@ -125,18 +125,18 @@ def _glue_emulated(result: Result) -> None:
     glue, p = report.glue, result.params
     keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology",
             "dist_emu_limits", "dist_emu_dilation_check")
-    if p.get("emulate") in (None, "none") or "emulated_throughput" not in result.tables:
+    if p.emulate.hardware in (None, "none") or "emulated_throughput" not in result.tables:
         for key in keys:
             glue(key, NOT_EMULATED)
         return
-    prof = hardware.load(p["emulate"])
+    prof = hardware.load(p.emulate.hardware)
     tp, checks = result["emulated_throughput"], result["emulation_checks"]
     glue("dist_emu_profile", f"{prof.name} ({prof.description}; source: {prof.source})")
     glue("dist_emu_topology", prof.topology)
-    glue("dist_emu_shape", f"{', '.join(p['emulate_models'])} at the paper's sizes, batch {p['batch_size']}, "
-         f"{', '.join(p['emulate_methods'])} at {', '.join(map(str, p['emulate_workers']))} workers, "
-         f"{p['emulate_steps']} timed steps after {p['emulate_warmup_steps']} warm-up, "
-         f"{p.get('emulate_repeats', 1)} independent run(s) of the grid (the tables show their mean)")
+    glue("dist_emu_shape", f"{', '.join(p.emulate.models)} at the paper's sizes, batch {p.batch_size}, "
+         f"{', '.join(p.emulate.methods)} at {', '.join(map(str, p.emulate.workers))} workers, "
+         f"{p.emulate.steps} timed steps after {p.emulate.warmup_steps} warm-up, "
+         f"{p.emulate.repeats} independent run(s) of the grid (the tables show their mean)")
     glue("dist_emu_dilations", ", ".join(f"{k:g}" for k in sorted(tp["dilation"].unique())))
     glue("dist_emu_checks", f"{int(checks['within'].sum())} of {len(checks)} (largest error "
          f"{100 * checks['error'].abs().max():.1f} %)" if len(checks) else "none run")
@@ -179,7 +179,7 @@ def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     from repro.cluster import perfmodel
     from repro.experiments.distributed import modelbasis
 
-    tp, ps = result["emulated_throughput"], int(result.params.get("ps", 1))
+    tp, ps = result["emulated_throughput"], result.params.ps
     keys = ["method", "model", "workers"]
     old = modelbasis.paper_scale(tp, ps)[keys + ["efficiency"]]
     old = old.rename(columns={"efficiency": "efficiency_emulated_profile"})

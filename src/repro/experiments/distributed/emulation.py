@@ -43,21 +43,21 @@ COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a messag
 
 def emulated(p: DistributedParams) -> str:
     """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
-    if p["emulate"] is None:
+    if p.emulate.hardware is None:
         raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
-    return p["emulate"]
+    return p.emulate.hardware
 
 
 def check(p: DistributedParams) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
-    hardware.check_param(p["emulate"], p["emulate_models"])
-    if p["emulate"] is None or not p.get("dilation_check"):
+    hardware.check_param(p.emulate.hardware, p.emulate.models)
+    if p.emulate.hardware is None or not p.dilation_check.factor:
         return
-    extra = [m for m in p["dilation_check_models"] if m not in p["emulate_models"]]
+    extra = [m for m in p.dilation_check.models if m not in p.emulate.models]
     if extra:
         raise ParameterError(f"parameter 'dilation_check_models': {extra[0]} is not in emulate_models "
-                             f"({', '.join(p['emulate_models'])})")
-    if max(p["emulate_workers"]) < 2:
+                             f"({', '.join(p.emulate.models)})")
+    if max(p.emulate.workers) < 2:
         raise ParameterError("parameter 'dilation_check': needs a cluster of two or more workers in emulate_workers")
 
 
@@ -72,21 +72,21 @@ def flows(method: str, n: int, ps: int) -> int:
 def _model_bytes(p: DistributedParams, audit: pd.DataFrame) -> dict[str, float]:
     """Bytes of each emulated model's weights, from the Table 1 audit (built at the paper's sizes)."""
     a = audit.set_index("model")
-    missing = [m for m in p["emulate_models"] if m not in a.index or pd.isna(a.loc[m, "ours_params_m"])]
+    missing = [m for m in p.emulate.models if m not in a.index or pd.isna(a.loc[m, "ours_params_m"])]
     if missing:
         raise ParameterError(f"parameter 'audit_models': the emulation needs the size of {missing[0]} (audit it)")
-    return {m: 4e6 * float(a.loc[m, "ours_params_m"]) for m in p["emulate_models"]}
+    return {m: 4e6 * float(a.loc[m, "ours_params_m"]) for m in p.emulate.models}
 
 
 def least_dilation(method: str, n: int, p: DistributedParams, link: str, cores: int) -> float:
     """The least time dilation (>= 1) whose transfers ``cores`` x headroom can carry."""
     room = cores * float(hardware.machine()["headroom"])
-    return max(1.0, hardware.cpu_needed(flows(method, n, p["ps"]), link, 1.0) / room)
+    return max(1.0, hardware.cpu_needed(flows(method, n, p.ps), link, 1.0) / room)
 
 
 def footprint(method: str, n: int, p: DistributedParams) -> tuple[float, int]:
     """(copies of the model, TensorFlow processes) of one emulated cluster."""
-    ps = 0 if method in ("ring", "horovod") else p["ps"]
+    ps = 0 if method in ("ring", "horovod") else p.ps
     return COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0), n + ps + (1 if ps else 0)
 
 
@@ -99,17 +99,17 @@ def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
     available = available if available is not None else float(psutil.virtual_memory().available)
     prof, sizes = hardware.load(emulated(p)), _model_bytes(p, audit)
     out = []
-    for method in p["emulate_methods"]:
-        for n in p["emulate_workers"]:
-            f, what = flows(method, n, p["ps"]), f"{method} with {n} workers"
-            if p["dilation"] > 0:
-                k = p["dilation"]
+    for method in p.emulate.methods:
+        for n in p.emulate.workers:
+            f, what = flows(method, n, p.ps), f"{method} with {n} workers"
+            if p.dilation > 0:
+                k = p.dilation
                 hardware.check_dilation(f, prof.link, k, cores, what)
             else:
                 k = round(least_dilation(method, n, p, prof.link, cores), 2)
             copies, processes = footprint(method, n, p)
             hardware.check_memory(max(sizes.values()), copies, processes, available,
-                                  f"the emulated cluster {what} ({', '.join(p['emulate_models'])})")
+                                  f"the emulated cluster {what} ({', '.join(p.emulate.models)})")
             out.append({"method": method, "workers": n, "dilation": k})
     return _same_baseline(out)
 
@@ -117,15 +117,15 @@ def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
 def check_plan(p: DistributedParams, todo: list[dict], cores: int | None = None) -> list[dict]:
     """The dilation check's clusters: each method's smallest multi-worker cluster of ``todo`` again, at its
     dilation x ``dilation_check`` (refused, like any dilation, where the cores could not carry it)."""
-    if not p.get("dilation_check"):
+    if not p.dilation_check.factor:
         return []
     link, out = hardware.load(emulated(p)).link, []
-    for method in p["emulate_methods"]:
+    for method in p.emulate.methods:
         multi = [c for c in todo if c["method"] == method and c["workers"] > 1]
         if multi:
             c = min(multi, key=lambda c: c["workers"])
-            k = round(c["dilation"] * p["dilation_check"], 2)
-            hardware.check_dilation(flows(method, c["workers"], p["ps"]), link, k, cores or os.cpu_count() or 1,
+            k = round(c["dilation"] * p.dilation_check.factor, 2)
+            hardware.check_dilation(flows(method, c["workers"], p.ps), link, k, cores or os.cpu_count() or 1,
                                     f"the dilation check of {method} with {c['workers']} workers")
             out.append({"method": method, "workers": c["workers"], "dilation": k, "against": c["dilation"]})
     return out
@@ -144,7 +144,7 @@ def _same_baseline(todo: list[dict]) -> list[dict]:
 
 
 def _models(p: DistributedParams) -> list[dict]:
-    q: DistributedParams = {**p, "models": p["emulate_models"], "image_size": 0}  # the paper's sizes
+    q = p.replace(models=p.emulate.models, image_size=0)  # the paper's sizes
     return runs.model_specs(q)
 
 
@@ -153,17 +153,17 @@ def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.Data
     prof = hardware.load(emulated(p))
     todo = plan(p, audit)
     second = check_plan(p, todo)  # refuses, like plan, before any process starts
-    q: DistributedParams = {**p, "steps": p["emulate_steps"], "warmup_steps": p["emulate_warmup_steps"]}
+    q = p.replace(steps=p.emulate.steps, warmup_steps=p.emulate.warmup_steps)
     models = _models(p)
     # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
-    t_grad = {m["name"]: prof.t_grad(m["name"], p["batch_size"], prof.batch) for m in models}
+    t_grad = {m["name"]: prof.t_grad(m["name"], p.batch_size, prof.batch) for m in models}
     run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {prof.topology}")
     summary = []
-    skip = {"horovod"} if "horovod" in p["emulate_methods"] and not horovod_available() else set()
+    skip = {"horovod"} if "horovod" in p.emulate.methods and not horovod_available() else set()
     if skip:
         run.note("emulated horovod", HOROVOD_NOT_INSTALLED)
-    repeats, grid = p["emulate_repeats"], [c for c in todo if c["method"] not in skip]
+    repeats, grid = p.emulate.repeats, [c for c in todo if c["method"] not in skip]
     weights = [c["dilation"] * c["workers"] for _ in range(repeats) for c in grid]
     with Progress(log, "emulated clusters", repeats * len(grid), weights=weights) as progress:
         for rep in range(1, repeats + 1):  # the whole grid once, then again: a slow spell of the machine hits one run
@@ -177,7 +177,7 @@ def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.Data
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
     out = {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
-           "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p["batch_size"]),
+           "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p.batch_size),
            "emulated_limits": limits(p, audit)}
     again = _dilation_check(run, p, q, [c for c in second if c["method"] not in skip], models, t_grad)
     if len(again):
@@ -190,7 +190,7 @@ def _dilation_check(run, p: DistributedParams, q: DistributedParams, todo: list[
                     t_grad: dict) -> pd.DataFrame:
     """The clusters of :func:`check_plan`, run with ``dilation_check_models`` (their summary rows)."""
     prof, rows = hardware.load(emulated(p)), []
-    chosen = [m for m in models if m["name"] in p.get("dilation_check_models", [])]
+    chosen = [m for m in models if m["name"] in p.dilation_check.models]
     with Progress(log, "dilation-check clusters", len(todo)) as progress:
         for c in todo:
             net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
@@ -241,8 +241,8 @@ def limits(p: DistributedParams, audit: pd.DataFrame, workers=LIMIT_WORKERS, cor
             for m in models:
                 size = 4e6 * float(a.loc[m, "ours_params_m"])
                 need = size * copies + processes * hardware.PROCESS_BASE_BYTES
-                busiest = 2 * (n - 1) / n * size if method == "ring" else n * size / p["ps"]
-                step = k * (prof.t_grad(m, p["batch_size"], prof.batch) + hardware.transfer_seconds(busiest, prof.link))
+                busiest = 2 * (n - 1) / n * size if method == "ring" else n * size / p.ps
+                step = k * (prof.t_grad(m, p.batch_size, prof.batch) + hardware.transfer_seconds(busiest, prof.link))
                 rows.append({"method": method, "workers": n, "model": m, "dilation": round(k, 1),
                              "memory_gb": need / 1e9, "fits_in_memory": need <= available,
                              "minutes_warmup_and_step": 2 * step / 60})

@@ -87,10 +87,10 @@ class Inputs:
 
 def _dataset_info(p: DistributedParams, models: list[dict]) -> dict:
     shape = (models[0]["image_size"],) * 2 + (3,)
-    info = _data.synthetic(shape, 0, p["num_classes"], p["seed"]).info
+    info = _data.synthetic(shape, 0, p.num_classes, p.seed).info
     info.update(source=("tf.random.stateless_uniform on each worker (one fixed batch per worker, "
                         "tf_cnn_benchmarks style)"),
-                stand_in_for="ImageNet (synthetic, as in the paper)", n_train=p["batch_size"],
+                stand_in_for="ImageNet (synthetic, as in the paper)", n_train=p.batch_size,
                 shape=[[m["image_size"], m["image_size"], 3] for m in models])
     return info
 
@@ -98,8 +98,8 @@ def _dataset_info(p: DistributedParams, models: list[dict]) -> dict:
 def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every (method, workers) of the profile on a fresh cluster: throughput and per-worker rows."""
     summary, per_worker = [], []
-    todo = [(method, n) for method in p["methods"] if not (horovod_missing and method == "horovod")
-            for n in p["workers"]]
+    todo = [(method, n) for method in p.methods if not (horovod_missing and method == "horovod")
+            for n in p.workers]
     with Progress(log, "distributed clusters", len(todo), weights=[n for _, n in todo]) as progress:
         for method, n in todo:
             s, w = runs.cluster_run(method, n, p, run.dir / "clusters" / f"{method}-{n}")
@@ -119,10 +119,10 @@ class Distributed(harness.Experiment):
         models = runs.model_specs(p)  # bad sizes fail before anything is written
         cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
         runs.check_sweep(p)
-        if p["launcher"] == "slurm":  # a drained node, no SLURM: one line before the run opens
+        if p.launcher == "slurm":  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(runs.slurm_tasks(p))
         emulation.check(p)
-        missing = "horovod" in p["methods"] and not programs.horovod_available()
+        missing = "horovod" in p.methods and not programs.horovod_available()
         if missing:  # an optional backend: say so in one line and measure the other methods
             print(f"repro: {HOROVOD_NOT_INSTALLED}; the Horovod rows say so", file=sys.stderr, flush=True)
         return Inputs(models, missing)
@@ -133,20 +133,20 @@ class Distributed(harness.Experiment):
         run.note("cores", cores)
         if inputs.horovod_missing:
             run.note("horovod", HOROVOD_NOT_INSTALLED)
-        elif "horovod" in p["methods"]:
+        elif "horovod" in p.methods:
             run.note("horovod",
                      f"horovod {version('horovod')} (Gloo controller, CPU operations; tools/install_horovod.sh)")
         throughput, per_worker = _grid(run, p, inputs.horovod_missing)
         tables = {"throughput": throughput, "per_worker": per_worker, "scaling": scaling_efficiency(throughput),
-                  "ratios": ratios(throughput), "table1": table1(p["audit_models"], 1000)}
+                  "ratios": ratios(throughput), "table1": table1(p.audit_models, 1000)}
         tables["bandwidth"] = runs.bandwidth_sweep(p, run.dir / "clusters", throughput)
-        tables["faults"] = runs.fault_runs(p, run.dir / "clusters") if p["fault_tolerance"] \
+        tables["faults"] = runs.fault_runs(p, run.dir / "clusters") if p.fault_tolerance \
             else pd.DataFrame(columns=FAULT_COLUMNS)
-        if p["emulate"] is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
+        if p.emulate.hardware is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
             tables.update(emulation.measure(run, p, tables["table1"]))
-        if p["launcher"] == "slurm":
+        if p.launcher == "slurm":
             tables["slurm_jobs"] = slurm.record(run, run.dir / "clusters", runs.SLURM_SCOPE)
-        summary = {"cores": cores, "max_workers": max(p["workers"]),
+        summary = {"cores": cores, "max_workers": max(p.workers),
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         return harness.Output(tables, summary)
 

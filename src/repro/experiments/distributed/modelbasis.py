@@ -55,9 +55,9 @@ def validation(tables: dict, p: DistributedParams) -> pd.DataFrame | None:
     where the run has no emulated grid."""
     from repro.cluster import perfmodel
 
-    if p.get("emulate") in (None, "none") or "emulated_throughput" not in tables:
+    if p.emulate.hardware in (None, "none") or "emulated_throughput" not in tables:
         return None
-    return perfmodel.validate_table(tables["emulated_throughput"], int(p.get("ps", 1)))
+    return perfmodel.validate_table(tables["emulated_throughput"], p.ps)
 
 
 def worst(val: pd.DataFrame) -> float:

@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class DistributedParams(TypedDict):
+class DistributedSweep(Params):
+    """distributed: the bandwidth sweep on shaped links (the parameters sweep_*)."""
+
+    bandwidths: list[str] | None
+    methods: list[str]
+    models: list[str]
+    workers: int
+    steps: int
+
+
+class DistributedEmulate(Params):
+    """distributed: the grid with emulated compute on emulated links (the parameters emulate_*)."""
+
+    hardware: str | None
+    models: list[str]
+    methods: list[str]
+    workers: list[int]
+    steps: int
+    warmup_steps: int
+    repeats: int
+
+
+class DistributedDilationCheck(Params):
+    """distributed: the re-run at a larger time dilation (the parameters dilation_check_*)."""
+
+    factor: float
+    models: list[str]
+
+
+class DistributedParams(Params):
     """The parameters of distributed (experiments/distributed/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'distributed'
 
     models: list[str]
     image_size: int
@@ -25,18 +58,7 @@ class DistributedParams(TypedDict):
     fault_trials: int
     seed: int
     launcher: Literal['local', 'slurm']
-    sweep_bandwidths: list[str] | None
-    sweep_methods: list[str]
-    sweep_models: list[str]
-    sweep_workers: int
-    sweep_steps: int
-    emulate: str | None
-    emulate_models: list[str]
-    emulate_methods: list[str]
-    emulate_workers: list[int]
-    emulate_steps: int
-    emulate_warmup_steps: int
-    emulate_repeats: int
-    dilation_check: float
-    dilation_check_models: list[str]
+    sweep: DistributedSweep
+    emulate: DistributedEmulate
+    dilation_check: DistributedDilationCheck
     dilation: float

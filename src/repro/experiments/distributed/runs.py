@@ -40,19 +40,19 @@ SLURM_SCOPE = ("the throughput grid and the kill-a-worker runs as SLURM job step
 
 def slurm_tasks(p: DistributedParams) -> int:
     """Tasks of the largest cluster the SLURM launcher runs (grid or kill-a-worker run)."""
-    n = tasks = max(p["workers"])  # all-reduce: the workers
-    if any(m.startswith("ps_") for m in p["methods"]):
-        tasks = max(tasks, 1 + p["ps"] + n)  # chief, parameter servers, workers
-    if p["fault_tolerance"]:
-        tasks = max(tasks, 1 + p["ps"] + 2)
+    n = tasks = max(p.workers)  # all-reduce: the workers
+    if any(m.startswith("ps_") for m in p.methods):
+        tasks = max(tasks, 1 + p.ps + n)  # chief, parameter servers, workers
+    if p.fault_tolerance:
+        tasks = max(tasks, 1 + p.ps + 2)
     return tasks
 
 
 def model_specs(p: DistributedParams) -> list[dict]:
     """``{"name", "image_size"}`` per model of the profile; a one-line error for a size too small."""
     specs = []
-    for m in p["models"]:
-        size = p["image_size"] or PAPER_SIZE[m]
+    for m in p.models:
+        size = p.image_size or PAPER_SIZE[m]
         if size < MIN_SIZE[m]:
             raise ParameterError(f"parameter 'image_size': model {m} needs images of at least {MIN_SIZE[m]} px, "
                                  f"got {size}")
@@ -62,19 +62,19 @@ def model_specs(p: DistributedParams) -> list[dict]:
 
 def check_sweep(p: DistributedParams) -> None:
     """One-line errors for the sweep parameters, before anything runs."""
-    bws = p["sweep_bandwidths"]
+    bws = p.sweep.bandwidths
     if bws is None:
         return
     for bw in bws:
         rate_bits(bw)
-    missing = [m for m in p["sweep_models"] if m not in p["models"]]
+    missing = [m for m in p.sweep.models if m not in p.models]
     if missing:
-        raise ParameterError(f"parameter 'sweep_models': {missing[0]} is not among models {p['models']}")
+        raise ParameterError(f"parameter 'sweep_models': {missing[0]} is not among models {p.models}")
 
 
 def _common(p: DistributedParams, models: list[dict]) -> dict:
-    return {"models": models, "batch_size": p["batch_size"], "warmup_steps": p["warmup_steps"], "steps": p["steps"],
-            "learning_rate": p["learning_rate"], "num_classes": p["num_classes"], "seed": p["seed"]}
+    return {"models": models, "batch_size": p.batch_size, "warmup_steps": p.warmup_steps, "steps": p.steps,
+            "learning_rate": p.learning_rate, "num_classes": p.num_classes, "seed": p.seed}
 
 
 def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Path, network=None,
@@ -88,16 +88,16 @@ def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Pa
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     models = models or model_specs(p)
-    opts = dict(timeout=p["timeout"], ready_timeout=120, run_dir=cluster_dir,
-                env=cluster.thread_env(p["threads_per_worker"]), network=network,
-                launcher=p["launcher"] if network is None and emulate is None else "local")
+    opts = dict(timeout=p.timeout, ready_timeout=120, run_dir=cluster_dir,
+                env=cluster.thread_env(p.threads_per_worker), network=network,
+                launcher=p.launcher if network is None and emulate is None else "local")
     common = _common(p, models) | ({"emulate": emulate} if emulate else {})
     k = float(emulate["dilation"]) if emulate else 1.0
     if method in ALLREDUCE:
         res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=0, chief=False, program_roles=("worker",),
                                   kwargs=common, **opts)
         return _allreduce_rows(method, workers, p, models, res, network is not None, k)
-    res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=p["ps"],
+    res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=p.ps,
                               kwargs={"method": method, **common}, **opts)
     summary, per_worker = [], []
     for m, r in zip(models, res.results["chief:0"]["models"]):
@@ -134,9 +134,9 @@ def _allreduce_rows(method, workers, p, models, res, network: bool,
 
 
 def _summary_row(method, workers, m, p, steps, seconds, extra) -> dict:
-    ips = images_per_second(p["batch_size"], steps, seconds)
+    ips = images_per_second(p.batch_size, steps, seconds)
     return {"method": method, "workers": workers, "model": m["name"], "image_size": m["image_size"],
-            "batch_size": p["batch_size"], "warmup_steps": p["warmup_steps"], "steps_total": int(sum(steps)),
+            "batch_size": p.batch_size, "warmup_steps": p.warmup_steps, "steps_total": int(sum(steps)),
             "scheduled_steps": int(sum(steps)), "seconds": max(seconds),
             "images_per_sec_mean": ips["mean"], "images_per_sec_stderr": ips["stderr"],
             "total_images_per_sec": ips["total"], **extra}
@@ -144,7 +144,7 @@ def _summary_row(method, workers, m, p, steps, seconds, extra) -> dict:
 
 def _worker_row(method, workers, m, i, steps, seconds, p) -> dict:
     return {"method": method, "workers": workers, "model": m["name"], "worker": i, "steps": steps,
-            "seconds": seconds, "images_per_sec": steps * p["batch_size"] / seconds}
+            "seconds": seconds, "images_per_sec": steps * p.batch_size / seconds}
 
 
 def _no_leftovers(run_dir: Path, wait: float = 10.0) -> int:
@@ -156,15 +156,15 @@ def _no_leftovers(run_dir: Path, wait: float = 10.0) -> int:
 
 
 def _fault_jobs(p: DistributedParams, m: dict) -> list[tuple[str, dict]]:
-    common = {"batch_size": p["batch_size"], "learning_rate": p["learning_rate"], "num_classes": p["num_classes"],
-              "seed": p["seed"]}
-    jobs = [(method, dict(program=PROGRAMS["ps_fault"], ps=p["ps"], fail_fast=False,
-                          kwargs={"method": method, "model": m, "steps": p["steps"], "kill_after": p["steps"],
+    common = {"batch_size": p.batch_size, "learning_rate": p.learning_rate, "num_classes": p.num_classes,
+              "seed": p.seed}
+    jobs = [(method, dict(program=PROGRAMS["ps_fault"], ps=p.ps, fail_fast=False,
+                          kwargs={"method": method, "model": m, "steps": p.steps, "kill_after": p.steps,
                                   **common}))
             for method in ("ps_async", "ps_sync")]  # ps_sync: the control
     jobs.append(("ring", dict(program=PROGRAMS["ring"], ps=0, chief=False, program_roles=("worker",),
-                              kwargs={"models": [m], "warmup_steps": p["warmup_steps"], "steps": p["steps"],
-                                      "kill_after": p["steps"] // 2, **common})))
+                              kwargs={"models": [m], "warmup_steps": p.warmup_steps, "steps": p.steps,
+                                      "kill_after": p.steps // 2, **common})))
     return jobs
 
 
@@ -172,9 +172,9 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
     """Kill worker 1 of 2 mid-run, ``fault_trials`` times: async PS, sync PS as the control (fail_fast off)
     and ring all-reduce (fail_fast on), first model."""
     m = model_specs(p)[0]
-    env = cluster.thread_env(p["threads_per_worker"])
+    env = cluster.thread_env(p.threads_per_worker)
     rows = []
-    trials = p.get("fault_trials", 1)
+    trials = p.fault_trials
     with Progress(log, "kill-a-worker runs", trials * len(_fault_jobs(p, m))) as progress:
         for trial in range(1, trials + 1):
             for method, job in _fault_jobs(p, m):
@@ -183,10 +183,10 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
                 row = dict.fromkeys(FAULT_COLUMNS, None) | {"trial": trial, "method": method, "workers": 2,
                                                             "model": m["name"], "killed": "worker:1", "outcome": "",
                                                             "error": ""}
-                slurm = p["launcher"] == "slurm"  # worker 1 in a job step of its own: scancel stops it alone
+                slurm = p.launcher == "slurm"  # worker 1 in a job step of its own: scancel stops it alone
                 try:
-                    res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p["timeout"], ready_timeout=120,
-                                              run_dir=d, env=env, launcher=p["launcher"],
+                    res = cluster.run_cluster(job.pop("program"), workers=2, timeout=p.timeout, ready_timeout=120,
+                                              run_dir=d, env=env, launcher=p.launcher,
                                               separate=("worker:1",) if slurm else (), **job)
                     if method.startswith("ps_"):
                         r = res.results["chief:0"]
@@ -205,17 +205,17 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
 
 def bandwidth_sweep(p: DistributedParams, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
     """Every sweep method at ``sweep_workers`` workers on each emulated bandwidth (see the chapter)."""
-    if p["sweep_bandwidths"] is None:
+    if p.sweep.bandwidths is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
-    n = p["sweep_workers"]
-    models = [m for m in model_specs(p) if m["name"] in p["sweep_models"]]
+    n = p.sweep.workers
+    models = [m for m in model_specs(p) if m["name"] in p.sweep.models]
     at_n = throughput[throughput["workers"] == n]
     compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
-    q: DistributedParams = {**p, "steps": p["sweep_steps"], "warmup_steps": 1}
+    q = p.replace(steps=p.sweep.steps, warmup_steps=1)
     rows: list[dict] = []
-    with Progress(log, "bandwidth sweep clusters", len(p["sweep_bandwidths"]) * len(p["sweep_methods"])) as progress:
-        for bw in p["sweep_bandwidths"]:
-            for method in p["sweep_methods"]:
+    with Progress(log, "bandwidth sweep clusters", len(p.sweep.bandwidths) * len(p.sweep.methods)) as progress:
+        for bw in p.sweep.bandwidths:
+            for method in p.sweep.methods:
                 summary, _ = cluster_run(method, n, q, base / f"sweep-{method}-{bw}",
                                          network=cluster.Network(bandwidth=bw), models=models)
                 rows += sweep_rows(method, bw, summary, q, compute_bound)

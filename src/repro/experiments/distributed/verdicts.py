@@ -41,7 +41,7 @@ def workers_share_cores(p: DistributedParams, cores: int) -> bool:
     intra-op threads, and the PS / chief processes need processor time too (measured here: 2 workers
     on 2 cores gained nothing over 1).
     """
-    return max(p["workers"]) * max(p["threads_per_worker"], 1) >= cores
+    return max(p.workers) * max(p.threads_per_worker, 1) >= cores
 
 
 @dataclass
@@ -64,12 +64,12 @@ def _runs(t: pd.DataFrame) -> int:
 
 
 def _grid(tables: dict, summary: dict, p: DistributedParams, models: list[str]) -> _Grid:
-    nmax, cores = max(p["workers"]), summary["cores"]
+    nmax, cores = max(p.workers), summary["cores"]
     ratio = tables["ratios"][tables["ratios"]["model"].isin(models)]
     return _Grid(tables["throughput"][tables["throughput"]["model"].isin(models)],
                  tables["scaling"][tables["scaling"]["model"].isin(models)],
-                 ratio[ratio["workers"] == nmax], nmax, min(p["workers"]), bool(summary["workers_share_cores"]),
-                 f"{nmax} workers x {max(p['threads_per_worker'], 1)} thread(s) plus the PS/chief processes "
+                 ratio[ratio["workers"] == nmax], nmax, min(p.workers), bool(summary["workers_share_cores"]),
+                 f"{nmax} workers x {max(p.threads_per_worker, 1)} thread(s) plus the PS/chief processes "
                  f"share {cores} cores", _runs(tables["throughput"]))
 
 
@@ -306,7 +306,7 @@ def _emulated_grid(tp: pd.DataFrame, basis: str) -> _Grid:
 def _beside_model(f, m: Measured, tables: dict, p: DistributedParams) -> str:
     """What the analytic model predicts for finding ``f`` at the emulated grid's own points, the emulation's
     deviation from it, and whether the model alone implies the emulated verdict."""
-    tp, ps = tables["emulated_throughput"], int(p.get("ps", 1))
+    tp, ps = tables["emulated_throughput"], p.ps
     mm = f(_emulated_grid(modelbasis.same_points(tp, ps), "emulated"))
     mm.basis = m.basis = "emulated"  # both judged as checks of the same profile
     claim, prof = claims.load(NAME)[f.__name__], tp["hardware"].iloc[0]
@@ -326,7 +326,7 @@ def _in_words(profile: str) -> str:
 
 def _paper_n_note(tables: dict, p: DistributedParams, nmax: int) -> str:
     """The emulated Horovod / sync PS ratio is at the grid's N, not the paper's: the model's at N = 10."""
-    pred = modelbasis.paper_scale(tables["emulated_throughput"], int(p.get("ps", 1)))
+    pred = modelbasis.paper_scale(tables["emulated_throughput"], p.ps)
     r = arithmetic.ratios(pred)
     n = int(r.dropna(subset=["horovod_over_ps_sync"])["workers"].max())
     at = r[r["workers"] == n]["horovod_over_ps_sync"]
@@ -337,7 +337,7 @@ def emulated(tables: dict, p: DistributedParams, undecided: dict | None = None) 
     """The findings the emulated grid decides (basis ``emulated``, the hardware profile named), each with
     the analytic model's prediction beside it; a finding it cannot decide (gated) is left to the real
     runs, and its reason goes to ``undecided``."""
-    if p.get("emulate") in (None, "none") or "emulated_throughput" not in tables:
+    if p.emulate.hardware in (None, "none") or "emulated_throughput" not in tables:
         return {}
     tp = tables["emulated_throughput"]
     g = _emulated_grid(tp, "emulated")
@@ -350,7 +350,7 @@ def emulated(tables: dict, p: DistributedParams, undecided: dict | None = None) 
             if forced:  # unless they cannot either: a forced finding is not the emulation's to decide, measured or not
                 out[f.__name__] = Measured(NO, gate=forced)
             continue
-        m.ours, m.basis = f"{m.ours} [emulated {p['emulate']}, {g.runs} run(s)]", "emulated"
+        m.ours, m.basis = f"{m.ours} [emulated {p.emulate.hardware}, {g.runs} run(s)]", "emulated"
         m.evidence, m.gate = "distributed-emulated-throughput", forced
         if not forced:
             m.note = "; ".join(x for x in (m.note, _beside_model(f, m, tables, p)) if x)
@@ -445,7 +445,7 @@ def model_findings(tables: dict, p: DistributedParams) -> dict[str, Measured]:
     val = modelbasis.validation(tables, p)
     if val is None:
         return {cid: model_finding(cid, None, val) for cid in MODEL_FINDINGS}
-    tp, ps = tables["emulated_throughput"], int(p.get("ps", 1))
+    tp, ps = tables["emulated_throughput"], p.ps
     pred, old = modelbasis.paper_scale(tp, ps, real=True), modelbasis.paper_scale(tp, ps)
     return {cid: model_finding(cid, pred, val, old=old) for cid in MODEL_FINDINGS}
 

@@ -29,12 +29,13 @@ REFERENCE_OPTIMIZER = "Adadelta"  # what the Keras mnist_cnn example behind 99.2
 LABELS = {"adam": "Adam", "adadelta": "Adadelta"}
 
 
-def trained_with(params: dict) -> str:
+def trained_with(params: MnistCnnParams) -> str:
     """The optimizer a run trained with (runs older than the ``optimizer`` parameter: Adam)."""
-    return LABELS[params.get("optimizer", "adam")]
+    return LABELS[params.optimizer]
 
 
-def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH, device: dict | None = None) -> list[str]:
+def protocol(params: MnistCnnParams, dataset: dict, optimizer: str = TRAINED_WITH,
+             device: dict | None = None) -> list[str]:
     """How this run departs from the reference protocol (empty: the same protocol); ``device``: the run's
     device record, which says whether it computed in float32."""
     ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
@@ -44,8 +45,8 @@ def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH, device:
         problems.append(f"dataset {dataset['name']}, not full MNIST")
     if dataset["n_train"] != ref_train:
         problems.append(f"{dataset['n_train']:,} training images, not {ref_train:,}")
-    if params["epochs"] != ref_epochs:
-        problems.append(f"{params['epochs']} epochs, not {ref_epochs}")
+    if params.epochs != ref_epochs:
+        problems.append(f"{params.epochs} epochs, not {ref_epochs}")
     if optimizer != REFERENCE_OPTIMIZER:  # a declared protocol deviation
         problems.append(f"optimizer {optimizer}, the Keras example's is {REFERENCE_OPTIMIZER}")
     if precision := training.precision_deviation(device):
@@ -53,7 +54,7 @@ def protocol(params: dict, dataset: dict, optimizer: str = TRAINED_WITH, device:
     return problems
 
 
-def accuracy(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH,
+def accuracy(summary: dict, params: MnistCnnParams, dataset: dict, optimizer: str = TRAINED_WITH,
              runs: int = 1, device: dict | None = None) -> claims.Measured:
     """The measurement behind claim ``accuracy_12ep``: the mean final accuracy of ``runs`` seeds."""
     problems = protocol(params, dataset, optimizer, device)
@@ -62,7 +63,7 @@ def accuracy(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINE
                            gate=V.not_comparable("; ".join(problems)) if problems else None)
 
 
-def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: str = TRAINED_WITH,
+def compare_with_paper(summary: dict, params: MnistCnnParams, dataset: dict, optimizer: str = TRAINED_WITH,
                        runs: int = 1, device: dict | None = None) -> pd.DataFrame:
     """Paper vs ours with a verdict per row (``optimizer``: what the run trained with)."""
     ref_epochs = int(paper.value("cloudcost2017", "mnist_cnn_epochs"))
@@ -74,8 +75,8 @@ def compare_with_paper(summary: dict, params: dict, dataset: dict, optimizer: st
         {"quantity": "test accuracy after the last epoch", "paper": claim.reference(),
          "ours": summary["final_test_accuracy"],
          "verdict": verdict},
-        {"quantity": "epochs", "paper": ref_epochs, "ours": params["epochs"],
-         "verdict": "same" if params["epochs"] == ref_epochs else "differs (profile)"},
+        {"quantity": "epochs", "paper": ref_epochs, "ours": params.epochs,
+         "verdict": "same" if params.epochs == ref_epochs else "differs (profile)"},
         {"quantity": "training images", "paper": ref_train, "ours": dataset["n_train"],
          "verdict": "same" if dataset["n_train"] == ref_train else "differs (dataset)"},
     ])
@@ -87,17 +88,17 @@ class MnistCnn(harness.Experiment):
     name = NAME
 
     def prepare(self, p: MnistCnnParams) -> _data.Dataset:
-        return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=p["seed"])
+        return _data.load(p.dataset, p.train_samples or None, p.test_samples or None, seed=p.seed)
 
     def measure(self, run, p: MnistCnnParams, ds: _data.Dataset) -> harness.Output:
         run.add_dataset(ds.info)
         run.note("device", training.device_summary())
         histories, repeats = [], []
-        for i in range(p["repeats"]):
-            history, n_params = train_once(ds, p, p["seed"] + i)
+        for i in range(p.repeats):
+            history, n_params = train_once(ds, p, p.seed + i)
             histories.append(history)
             last = history.iloc[-1]
-            repeats.append({"seed": p["seed"] + i, "final_test_accuracy": float(last["test_accuracy"]),
+            repeats.append({"seed": p.seed + i, "final_test_accuracy": float(last["test_accuracy"]),
                             "final_train_accuracy": float(last["accuracy"]),
                             "best_test_accuracy": float(history["test_accuracy"].max()),
                             "total_train_time_s": float(last["train_time_s"]),
@@ -125,8 +126,8 @@ def train_once(ds: _data.Dataset, p: MnistCnnParams, seed: int) -> tuple[pd.Data
     import keras
 
     keras.utils.set_random_seed(seed)
-    model = build_model(ds.input_shape, ds.num_classes, p["learning_rate"], p["optimizer"])
-    history = training.fit(model, ds, epochs=p["epochs"], batch_size=p["batch_size"], seed=seed)
+    model = build_model(ds.input_shape, ds.num_classes, p.learning_rate, p.optimizer)
+    history = training.fit(model, ds, epochs=p.epochs, batch_size=p.batch_size, seed=seed)
     return history, int(model.count_params())
 
 
@@ -144,7 +145,7 @@ def glue_numbers(result: Result) -> None:
 
     ds = result.provenance["datasets"][0]
     glue("mnist_paper_acc", claims.load(NAME)["accuracy_12ep"].reference())
-    glue("mnist_epochs", result.params["epochs"])
+    glue("mnist_epochs", result.params.epochs)
     glue("mnist_optimizer", trained_with(result.params))
     glue("mnist_repeats", len(result.tables["repeats"]) if "repeats" in result.tables else 1)
     glue("mnist_n_train", f"{ds['n_train']:,}")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class MnistCnnParams(TypedDict):
+class MnistCnnParams(Params):
     """The parameters of mnist_cnn (experiments/mnist_cnn/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'mnist_cnn'
 
     dataset: Literal['mnist', 'mnist_subset', 'fashion_mnist']
     train_samples: int

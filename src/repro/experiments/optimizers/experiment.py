@@ -57,9 +57,10 @@ __all__ = ["NAME", "OPTIMIZERS", "LABELS", "EXPERIMENT", "run", "build_model", "
 def _device(p: OptimizersParams) -> dict:
     """The device, the matmul precision and the mixed-precision policy (only on a GPU) set on it."""
     device = training.device_summary()
-    device["matmul_precision"] = training.set_matmul_precision(p["matmul_precision"], device)
+    # p.matmul_precision is None only in a stored run older than the parameter
+    device["matmul_precision"] = training.set_matmul_precision(p.matmul_precision or "float32", device)
     device["matmul_precision_now"] = training.matmul_precision_now(device["backend"], device["gpus_visible"])
-    if p["mixed_precision"]:
+    if p.mixed_precision:
         import keras
 
         if device["device"] == "GPU":
@@ -77,28 +78,28 @@ class Optimizers(harness.Experiment):
 
     def prepare(self, p: OptimizersParams) -> _data.Dataset:
         check_trainer(p)
-        return _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=0)
+        return _data.load(p.dataset, p.train_samples or None, p.test_samples or None, seed=0)
 
     def measure(self, run, p: OptimizersParams, ds: _data.Dataset) -> harness.Output:
         """Train every optimizer (both variants, every seed); see the module docstring."""
         run.add_dataset(ds.info)
         run.note("device", _device(p))
         ckpt = checkpoint_root(run.dir, p)
-        if not p["resume"] and ckpt.exists():
+        if not p.resume and ckpt.exists():
             shutil.rmtree(ckpt)
         run.note("checkpoints", str(ckpt))
-        run.note("trainer", {"trainer": p["trainer"], "steps_per_execution": p["steps_per_execution"],
+        run.note("trainer", {"trainer": p.trainer, "steps_per_execution": p.steps_per_execution,
                              "what": "every optimizer and seed of a variant stacked in one compiled JAX program "
                                      "(one stacked forward/backward, each optimizer on its slice), data on the device"
-                             if p["trainer"] == "fused" else "one Keras model.fit after another"})
+                             if p.trainer == "fused" else "one Keras model.fit after another"})
         tables = {}
-        plan = [("shared", {o: p["learning_rate"] for o in p["optimizers"]})]
-        if p["tuned"]:
+        plan = [("shared", {o: p.learning_rate for o in p.optimizers})]
+        if p.tuned:
             tables["tuning"] = tune(p, ds, ckpt)
             t = tables["tuning"]
             plan.append(("tuned", t[t["best"]].set_index("optimizer")["learning_rate"].to_dict()))
         history = train_all(p, ds, plan, ckpt)
-        summary = summarize(history, p["target_accuracy"])
+        summary = summarize(history, p.target_accuracy)
         ok, why = comparable(p, ds.info, run.record.get("device"))
         tables = {"history": history, "summary": summary, **tables}
         # every training run has finished: its results, not its checkpoints, are kept

@@ -20,13 +20,13 @@ def build_model(p: OptimizersParams, input_shape, num_classes: int, optimizer: s
     import keras
 
     keras.utils.set_random_seed(seed)  # the same initial weights for every optimizer at a given seed
-    model = models.polishchuk_cnn(input_shape, num_classes, p["filters"], p["dense_units"], p["dropout"])
-    return optim.compile_classifier(model, optimizer, learning_rate, p["momentum"])
+    model = models.polishchuk_cnn(input_shape, num_classes, p.filters, p.dense_units, p.dropout)
+    return optim.compile_classifier(model, optimizer, learning_rate, p.momentum)
 
 
 def checkpoint_root(run_dir: Path, p: OptimizersParams) -> Path:
     """Where this parameter set's per-epoch checkpoints live (shared by reruns of the same parameters)."""
-    key = {k: v for k, v in p.items() if k != "resume"}
+    key = {k: v for k, v in p.flat().items() if k != "resume"}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return Path(run_dir).parent / ".checkpoints" / digest
 
@@ -44,7 +44,7 @@ def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dat
 
 def check_trainer(p: OptimizersParams) -> None:
     """``trainer: fused`` compiles with JAX: one line naming the parameter on another backend."""
-    if p.get("trainer", "fit") == "fused" and training.backend() != "jax":
+    if p.trainer == "fused" and training.backend() != "jax":
         raise ParameterError(f"parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only; this is "
                              f"{training.backend()} (use trainer: fit)")
 
@@ -56,30 +56,30 @@ def train_group(p: OptimizersParams, ds: _data.Dataset, jobs: list[tuple], epoch
     if not jobs:
         return []
     build = lambda opt, lr, seed: build_model(p, ds.input_shape, ds.num_classes, opt, lr, seed)  # noqa: E731
-    if p.get("trainer", "fit") == "fused":
+    if p.trainer == "fused":
         from repro.ml import fused
 
         one_lr, seeds = len({j[1] for j in jobs}) == 1, sorted({j[4] for j in jobs})
         labels = [(opt if one_lr else f"{opt}@{lr:g}") + (f"/{seed}" if len(seeds) > 1 else "")
                   for opt, lr, _, _, seed in jobs]
         return fused.fit_many([build(opt, lr, seed) for opt, lr, _, _, seed in jobs], ds, epochs=epochs,
-                              batch_size=p["batch_size"], seed=[j[4] for j in jobs],
-                              steps_per_execution=p["steps_per_execution"],
+                              batch_size=p.batch_size, seed=[j[4] for j in jobs],
+                              steps_per_execution=p.steps_per_execution,
                               checkpoint_dirs=[j[2] for j in jobs], labels=labels,
                               log_prefix=f"[{jobs[0][3].split(' ')[0]} seed{'s' * (len(seeds) > 1)}="
                                          f"{','.join(map(str, seeds))}, {len(jobs)} models fused] ")
-    return [training.fit(build(opt, lr, seed), ds, epochs=epochs, batch_size=p["batch_size"], seed=seed,
+    return [training.fit(build(opt, lr, seed), ds, epochs=epochs, batch_size=p.batch_size, seed=seed,
                          checkpoint_dir=ckpt, log_prefix=f"[{label}] ") for opt, lr, ckpt, label, seed in jobs]
 
 
 def tune(p: OptimizersParams, ds: _data.Dataset, ckpt_root: Path) -> pd.DataFrame:
     """Learning-rate search per optimizer on the validation split; one row per (optimizer, lr)."""
-    val_ds = validation_split(ds, p["validation_fraction"], p["seeds"][0])
-    seed = p["seeds"][0]
+    val_ds = validation_split(ds, p.validation_fraction, p.seeds[0])
+    seed = p.seeds[0]
     jobs = [(opt, lr, ckpt_root / "tuning" / opt / f"lr{lr:g}", f"tune {opt} lr={lr:g}", seed)
-            for opt in p["optimizers"] for lr in p["lr_grid"]]
+            for opt in p.optimizers for lr in p.lr_grid]
     rows = []
-    for (opt, lr, _, _, _), hist in zip(jobs, train_group(p, val_ds, jobs, p["tune_epochs"])):
+    for (opt, lr, _, _, _), hist in zip(jobs, train_group(p, val_ds, jobs, p.tune_epochs)):
         last = hist.iloc[-1]
         rows.append({"optimizer": opt, "learning_rate": lr, "val_accuracy": float(last["test_accuracy"]),
                      "val_loss": float(last["test_loss"]), "train_accuracy": float(last["accuracy"])})
@@ -96,16 +96,16 @@ def train_all(p: OptimizersParams, ds: _data.Dataset, plan: list[tuple[str, dict
     frames = []
     done: dict[tuple, pd.DataFrame] = {}
     together: dict[tuple, int] = {}
-    fused = p.get("trainer", "fit") == "fused"
+    fused = p.trainer == "fused"
     for variant, lrs in plan:
         # a tuned lr equal to the shared one is the same (deterministic) run: trained once
         jobs = [(opt, lrs[opt], ckpt_root / variant / opt / f"seed{seed}", f"{variant} {opt} seed={seed}", seed)
-                for seed in p["seeds"] for opt in p["optimizers"] if (opt, lrs[opt], seed) not in done]
-        for (opt, lr, _, _, seed), hist in zip(jobs, train_group(p, ds, jobs, p["epochs"])):
+                for seed in p.seeds for opt in p.optimizers if (opt, lrs[opt], seed) not in done]
+        for (opt, lr, _, _, seed), hist in zip(jobs, train_group(p, ds, jobs, p.epochs)):
             done[(opt, lr, seed)] = hist
             together[(opt, lr, seed)] = len(jobs) if fused else 1
-        for seed in p["seeds"]:
-            for opt in p["optimizers"]:
+        for seed in p.seeds:
+            for opt in p.optimizers:
                 key = (opt, lrs[opt], seed)
                 frames.append(done[key].assign(variant=variant, optimizer=opt, seed=seed, learning_rate=lrs[opt],
                                                trained_together=together[key]))

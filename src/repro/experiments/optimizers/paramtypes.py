@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class OptimizersParams(TypedDict):
+class OptimizersParams(Params):
     """The parameters of optimizers (experiments/optimizers/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'optimizers'
 
     dataset: Literal['cifar10', 'fashion_mnist_rgb32', 'mnist_subset_rgb32']
     train_samples: int
@@ -28,5 +32,5 @@ class OptimizersParams(TypedDict):
     trainer: Literal['fit', 'fused']
     steps_per_execution: int
     mixed_precision: bool
-    matmul_precision: Literal['float32', 'tf32']
+    matmul_precision: Literal['float32', 'tf32'] | None
     resume: bool

@@ -31,9 +31,9 @@ def comparable(params: OptimizersParams, dataset: dict, device: dict | None = No
                                            else ", not CIFAR-10"))
     if dataset["n_train"] != paper_train:
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
-    if params["epochs"] != paper_epochs:
-        why.append(f"{params['epochs']} epochs, not {paper_epochs}")
-    if precision := training.precision_deviation(device, params.get("matmul_precision")):
+    if params.epochs != paper_epochs:
+        why.append(f"{params.epochs} epochs, not {paper_epochs}")
+    if precision := training.precision_deviation(device, params.matmul_precision):
         why.append(precision)
     return not why, "; ".join(why)
 
@@ -89,7 +89,7 @@ def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict,
         out["conclusion_adam_nadam"] = _not_measured("Adam and Nadam were not both trained in this run")
     epochs95 = float(s["epochs_to_95pct_best"].max())
     out["epochs_to_converge"] = _claims.Measured(
-        ours=f"<= {epochs95:.0f} of {params['epochs']} epochs to 95 % of the best accuracy", value=epochs95,
+        ours=f"<= {epochs95:.0f} of {params.epochs} epochs to 95 % of the best accuracy", value=epochs95,
         gate=gate, runs=runs)
     hours = float(s["train_time_s"].mean()) / 3600
     together = int(s["trained_together"].max()) if "trained_together" in s else 1
@@ -111,7 +111,7 @@ def compare_with_paper(summary: pd.DataFrame, params: OptimizersParams, dataset:
     verdicts = ledger(summary, params, dataset, device)
     s = shared(summary)
     rows = []
-    for opt in params["optimizers"]:
+    for opt in params.optimizers:
         row = verdicts.loc[ACCURACY_CLAIMS[opt]]
         rows.append({"optimizer": LABELS[opt], "paper": row["paper_value"],
                      "ours_final_accuracy": float(s.loc[opt, "final_accuracy"]),

@@ -69,38 +69,38 @@ class Emulation:
 
 def emulated(p: SpeedupParams) -> str:
     """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
-    if p["emulate"] is None:
+    if p.emulate.hardware is None:
         raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
-    return p["emulate"]
+    return p.emulate.hardware
 
 
 def params_for(p: SpeedupParams) -> SpeedupParams:
     """The measuring parameters of the emulated grid (what :mod:`~repro.experiments.speedup.measure` reads)."""
     link = hardware.load(emulated(p)).link
-    return {**p, "measure_networks": p["emulate_networks"], "measure_workers": p["emulate_workers"],
-            "measure_servers": p["emulate_servers"], "measure_modes": p["emulate_modes"],
-            "measure_batch": p["emulate_batch"], "measure_batches": p["emulate_batches"],
-            "measure_image_size": p["input_size"], "measure_classes": p["num_classes"],
-            "probe_links": [link], "train_link": link}
+    return p.replace(measure_networks=p.emulate.networks, measure_workers=p.emulate.workers,
+                     measure_servers=p.emulate.servers, measure_modes=p.emulate.modes,
+                     measure_batch=p.emulate.batch, measure_batches=p.emulate.batches,
+                     measure_image_size=p.input_size, measure_classes=p.num_classes,
+                     probe_links=[link], train_link=link)
 
 
 def replay_params(q: SpeedupParams, p: SpeedupParams) -> SpeedupParams:  # the grid's, at the replay's batches
-    return {**q, "measure_batches": p["replay_batches"], "measure_modes": p["replay_modes"]}
+    return q.replace(measure_batches=p.replay.batches, measure_modes=p.replay.modes)
 
 
 def check(p: SpeedupParams) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
-    hardware.check_param(p["emulate"], p["emulate_networks"])
-    if p["emulate"] is None:
+    hardware.check_param(p.emulate.hardware, p.emulate.networks)
+    if p.emulate.hardware is None:
         return
-    if not p["count_parameters"]:
+    if not p.count_parameters:
         raise ParameterError("parameter 'count_parameters': the emulation needs the model sizes (set it true)")
     sm.check(params_for(p))
-    if p.get("replay_repeats"):
-        if "distributed" not in p["emulate_servers"] or not set(p["replay_networks"]) <= set(p["emulate_networks"]):
+    if p.replay.repeats:
+        if "distributed" not in p.emulate.servers or not set(p.replay.networks) <= set(p.emulate.networks):
             raise ParameterError("parameter 'replay_networks': the replay re-runs the distributed-server cluster "
                                  "of the emulated grid (emulate_servers needs distributed, emulate_networks these "
-                                 f"networks), got {p['replay_networks']}")
+                                 f"networks), got {p.replay.networks}")
         sm.check(replay_params(params_for(p), p))
 
 
@@ -122,17 +122,17 @@ def plan(p: SpeedupParams, emu: Emulation, sizes: dict[str, int], workers=None, 
     out = []
     available = _available_memory()
     rate = emu.profile.link
-    for server in p["emulate_servers"]:
-        for n in workers or p["emulate_workers"]:
-            nets = [m for m in p["emulate_networks"] if not (m == "VGG16E" and n > p["max_workers_vgg16e"])]
+    for server in p.emulate.servers:
+        for n in workers or p.emulate.workers:
+            nets = [m for m in p.emulate.networks if not (m == "VGG16E" and n > p.max_workers_vgg16e)]
             if not nets:
                 continue
-            if p["emulate_validation"] and server == "distributed":
+            if p.emulate.validation and server == "distributed":
                 nets.append(NULL)  # the check without communication rides in the same cluster
-            f = flows(server, n, p["emulate_modes"], emu.profile.ps_on_workers)
+            f = flows(server, n, p.emulate.modes, emu.profile.ps_on_workers)
             what = f"N = {n} on the {server} server"
-            if p["dilation"] > 0:
-                k = p["dilation"] * factor
+            if p.dilation > 0:
+                k = p.dilation * factor
                 hardware.check_dilation(f, rate, k, emu.cores, what)
             else:
                 least = hardware.cpu_needed(f, rate, 1.0) / (emu.cores * float(hardware.machine()["headroom"]))
@@ -202,17 +202,17 @@ def dilation_check(main: pd.DataFrame, again: pd.DataFrame, t_grad: dict, d: int
 
 def setup(p: SpeedupParams) -> Emulation:
     prof = hardware.load(emulated(p))
-    mean = float(np.mean([prof.t_grad(m) for m in p["emulate_networks"]]))
+    mean = float(np.mean([prof.t_grad(m) for m in p.emulate.networks]))
     return Emulation(profile=prof, cores=os.cpu_count() or 1, extra_t_grad={NULL: mean},
-                     probe_dilation=max(1.0, p["dilation"]))
+                     probe_dilation=max(1.0, p.dilation))
 
 
 def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
     """The emulated grid, its checks and its comparison with both models (tables named in the module docstring)."""
     emu, q = setup(p), params_for(p)
     todo = plan(p, emu, sizes)  # refuses (CPU, memory) before any process starts
-    again = plan(p, emu, sizes, workers=[max(p["emulate_workers"])], factor=p["dilation_check"]) \
-        if p["dilation_check"] > 0 else []
+    again = plan(p, emu, sizes, workers=[max(p.emulate.workers)], factor=p.dilation_check) \
+        if p.dilation_check > 0 else []
     again = [c for c in again if c["server"] == "distributed"]
     run.note("emulation", f"hardware profile {emu.profile.name}: {emu.profile.description}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {emu.profile.topology}")
@@ -222,15 +222,15 @@ def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFr
     runs = both[both["network"] != NULL].reset_index(drop=True)
     cmp = sm.compare(runs, probes, q, emu.cores, emulated=True)
     checks = [lone_transfers(probes, emu.profile.link)]
-    if p["emulate_validation"]:
-        checks.append(no_communication(both, emu.extra_t_grad[NULL], q["measure_batches"]))
+    if p.emulate.validation:
+        checks.append(no_communication(both, emu.extra_t_grad[NULL], q.measure.batches))
     tables = {"emulated_probes": probes, "emulated_runs": runs, "emulated_vs_predicted": cmp,
               "emulated_errors": sm.errors(cmp), "emulation_checks": pd.concat(checks, ignore_index=True)}
     if again:
         second = sm.runs(q, base, emu, again, tag="dilation-check")
-        t_grad = {m: emu.profile.t_grad(m) for m in p["emulate_networks"]}
-        tables["dilation_check"] = dilation_check(runs, second, t_grad, q["measure_batches"])
-    if p.get("replay_repeats"):
+        t_grad = {m: emu.profile.t_grad(m) for m in p.emulate.networks}
+        tables["dilation_check"] = dilation_check(runs, second, t_grad, q.measure.batches)
+    if p.replay.repeats:
         tables["emulated_replay"] = replay(p, emu, q, base, todo)
     return tables
 
@@ -239,14 +239,14 @@ def replay(p: SpeedupParams, emu: Emulation, q: SpeedupParams, base, todo: list[
     """The distributed-server cluster with the most workers, for ``replay_networks`` in ``replay_modes``,
     ``replay_repeats`` times at D = ``replay_batches``, each a new cluster at the grid's dilation for it;
     one row per run, with its speedup D t_grad / seconds."""
-    n = max(p["emulate_workers"])
+    n = max(p.emulate.workers)
     k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)
     r = replay_params(q, p)
-    cluster_ = [{"server": "distributed", "workers": n, "networks": list(p["replay_networks"]), "dilation": k}]
+    cluster_ = [{"server": "distributed", "workers": n, "networks": list(p.replay.networks), "dilation": k}]
     out = pd.concat([sm.runs(r, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
-                     for i in range(p["replay_repeats"])], ignore_index=True)
+                     for i in range(p.replay.repeats)], ignore_index=True)
     out = out[~out["semaphore"].astype(bool)].reset_index(drop=True)
-    out["batches"] = p["replay_batches"]
+    out["batches"] = p.replay.batches
     out["speedup"] = out["batches"] * out["network"].map(emu.profile.t_grad) / out["seconds"]
     return out
 

@@ -51,18 +51,18 @@ def _measure(run, p: SpeedupParams) -> dict[str, pd.DataFrame]:
     """Probes, distributed runs and both models' predictions (:mod:`repro.experiments.speedup.measure`)."""
     cores = os.cpu_count() or 1
     run.note("cores", cores)
-    run.note("measurement", f"networks {p['measure_networks']} at {p['measure_image_size']} px, batch "
-             f"{p['measure_batch']}, D = {p['measure_batches']}, synthetic data; runs on link {p['train_link']}")
+    run.note("measurement", f"networks {p.measure.networks} at {p.measure.image_size} px, batch "
+             f"{p.measure.batch}, D = {p.measure.batches}, synthetic data; runs on link {p.train_link}")
     run.add_dataset({"name": "synthetic", "source": "tf.random.stateless_uniform, one fixed batch per worker",
-                     "stand_in_for": "Caltech256 at 224x224 (the thesis)", "shape": [p["measure_image_size"],
-                                                                                    p["measure_image_size"], 3],
-                     "classes": p["measure_classes"], "n_train": p["measure_batch"], "n_test": 0})
+                     "stand_in_for": "Caltech256 at 224x224 (the thesis)", "shape": [p.measure.image_size,
+                                                                                    p.measure.image_size, 3],
+                     "classes": p.measure.classes, "n_train": p.measure.batch, "n_test": 0})
     base = run.dir / "clusters"
     probes = sm.probes(p, base)
     measured = sm.runs(p, base)
     cmp = sm.compare(measured, probes, p, cores)
     return {"probes": probes, "runs": measured, "measured_vs_predicted": cmp, "errors": sm.errors(cmp),
-            "choices": sm.choices(cmp), "semaphore_effect": sm.semaphore_effect(cmp, p["measure_batches"])}
+            "choices": sm.choices(cmp), "semaphore_effect": sm.semaphore_effect(cmp, p.measure.batches)}
 
 
 def _measured_summary(tables: dict) -> dict:
@@ -94,7 +94,7 @@ def summarise(grid: pd.DataFrame, p: SpeedupParams) -> dict:
     """Headline numbers: the predicted best configuration per network (the claim counts are
     :meth:`Speedup.verdict_views`')."""
     thesis = grid[grid["server"].isin(SERVERS)]
-    out: dict[str, Any] = {"batches": p["batches"], "best": {}}
+    out: dict[str, Any] = {"batches": p.batches, "best": {}}
     for net, sub in thesis.groupby("network", sort=False):
         best = sub.loc[sub["speedup"].idxmax()]
         out["best"][net] = {"speedup": float(best["speedup"]), "mode": best["mode"], "server": best["server"],
@@ -122,35 +122,35 @@ class Speedup(harness.Experiment):
 
     def prepare(self, p: SpeedupParams) -> pd.DataFrame:
         """Thesis Table 6.1; with ``measure``, one-line errors for the measuring configuration before any run."""
-        if p["measure"]:
+        if p.measure.enabled:
             sm.check(p)
         emulation.check(p)
-        if p["measure"] or p["emulate"] is not None:
+        if p.measure.enabled or p.emulate.hardware is not None:
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
-        if p["measure"] and sm.slurm_tasks(p):  # a drained node, no SLURM: one line before the run opens
+        if p.measure.enabled and sm.slurm_tasks(p):  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(sm.slurm_tasks(p))
-        return table_6_1(p["networks"])
+        return table_6_1(p.networks)
 
     def measure(self, run, p: SpeedupParams, table: pd.DataFrame) -> harness.Output:
         run.note("inputs", "t_grad and t_comm of thesis Table 6.1 (repro/paperdata/reported.csv); no dataset is used")
-        limits = {net: (p["max_workers_vgg16e"] if net == "VGG16E" else p["max_workers"]) for net in p["networks"]}
-        grid = predict_grid(table, p["batches"], limits, semaphore=p["semaphore"], rounding=p["rounding"])
+        limits = {net: (p.max_workers_vgg16e if net == "VGG16E" else p.max_workers) for net in p.networks}
+        grid = predict_grid(table, p.batches, limits, semaphore=p.semaphore, rounding=p.rounding)
         tables = {"table61": table, "predictions": grid, "best_per_configuration": best_per_configuration(grid)}
-        if p["count_parameters"]:
-            tables["parameters"] = parameter_table(p["input_size"], p["num_classes"], p["networks"])
-        if p["measure"]:
+        if p.count_parameters:
+            tables["parameters"] = parameter_table(p.input_size, p.num_classes, p.networks)
+        if p.measure.enabled:
             tables.update(_measure(run, p))
         else:
             run.note("measurements", "not run (measure=false): the thesis' predictions only")
-        if p["emulate"] is not None:
+        if p.emulate.hardware is not None:
             sizes = dict(zip(tables["parameters"]["network"], 4 * tables["parameters"]["ours"]))
             tables.update(emulation.measure(run, p, sizes))
-        if p["measure"] and sm.slurm_tasks(p):
+        if p.measure.enabled and sm.slurm_tasks(p):
             tables["slurm_jobs"] = slurm.record(run, run.dir, sm.SLURM_SCOPE)
         summary = summarise(grid, p)
-        if p["measure"]:
+        if p.measure.enabled:
             summary["measured"] = _measured_summary(tables)
-        if p["emulate"] is not None:
+        if p.emulate.hardware is not None:
             summary["emulated"] = _emulated_summary(tables)
         return harness.Output(tables, summary)
 
@@ -207,11 +207,11 @@ def glue_numbers(result: Result) -> None:
         glue("sp_picks_thesis", m["picks_right_thesis"])
         glue("sp_picks_extended", m["picks_right_extended"])
         glue("sp_picks_total", m["picks_total"])
-        glue("sp_train_link", "an emulated " + p["train_link"].replace("gbit", " Gb/s").replace("mbit", " Mb/s")
-             + " network" if p["train_link"] != "loopback" else "loopback")
-        glue("sp_measure_networks", ", ".join(p["measure_networks"]))
-        glue("sp_measure_shape", f"{p['measure_image_size']}x{p['measure_image_size']} px, batch {p['measure_batch']}, "
-             f"D = {p['measure_batches']}, N = {', '.join(map(str, p['measure_workers']))}")
+        glue("sp_train_link", "an emulated " + p.train_link.replace("gbit", " Gb/s").replace("mbit", " Mb/s")
+             + " network" if p.train_link != "loopback" else "loopback")
+        glue("sp_measure_networks", ", ".join(p.measure.networks))
+        glue("sp_measure_shape", f"{p.measure.image_size}x{p.measure.image_size} px, batch {p.measure.batch}, "
+             f"D = {p.measure.batches}, N = {', '.join(map(str, p.measure.workers))}")
         sem = result["semaphore_effect"]
         glue("sp_sem_closer", int(sem["closer_to_best"].sum()) if len(sem) else 0)
         glue("sp_sem_total", int(len(sem)))
@@ -223,8 +223,8 @@ def glue_numbers(result: Result) -> None:
         glue("sp_err_max", float(rep["equations_error"].abs().max()))
     if "parameters" in result.tables:
         par = result["parameters"].set_index("network")
-        glue("sp_input_size", result.params["input_size"])
-        glue("sp_num_classes", result.params["num_classes"])
+        glue("sp_input_size", result.params.input_size)
+        glue("sp_num_classes", result.params.num_classes)
         glue("sp_mbps_min", float(par["implied_mbps"].min()))
         glue("sp_mbps_max", float(par["implied_mbps"].max()))
         if "GoogLeNet" in par.index:
@@ -255,11 +255,11 @@ def _glue_emulated(result: Result) -> None:
         for key in keys:
             glue(key, NOT_EMULATED)
         return
-    prof = hardware.load(p["emulate"])
+    prof = hardware.load(p.emulate.hardware)
     glue("sp_emu_profile", f"{prof.name} ({prof.description}; source: {prof.source})")
-    glue("sp_emu_shape", f"{', '.join(p['emulate_networks'])} at {p['input_size']}x{p['input_size']} px and "
-         f"{p['num_classes']} classes, B = {p['emulate_batch']}, D = {p['emulate_batches']}, "
-         f"N = {', '.join(map(str, p['emulate_workers']))}")
+    glue("sp_emu_shape", f"{', '.join(p.emulate.networks)} at {p.input_size}x{p.input_size} px and "
+         f"{p.num_classes} classes, B = {p.emulate.batch}, D = {p.emulate.batches}, "
+         f"N = {', '.join(map(str, p.emulate.workers))}")
     glue("sp_emu_topology", prof.topology)
     glue("sp_emu_distributed", emulation.distributed_note(result.tables))
     glue("sp_emu_dilations", ", ".join(f"{k:g}" for k in s["dilations"]))
@@ -271,5 +271,5 @@ def _glue_emulated(result: Result) -> None:
     glue("sp_emu_mape_thesis", f"{s['mape_thesis']:.1f} %")
     glue("sp_emu_mape_extended", f"{s['mape_extended']:.1f} %")
     glue("sp_emu_misses", str(len(emulation.misses(result.tables))))
-    left = [n for n in p["networks"] if n not in p["emulate_networks"]]
+    left = [n for n in p.networks if n not in p.emulate.networks]
     glue("sp_emu_left_out", ", ".join(left) if left else "none")

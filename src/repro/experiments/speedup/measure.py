@@ -169,30 +169,30 @@ SLURM_SCOPE = ("the probe and training clusters on link 'loopback' (no emulated 
 def launcher(p: SpeedupParams, network) -> str:
     """The profile's launcher for a cluster without an emulated link; a cluster that shapes its own links
     runs locally whatever the launcher."""
-    return p["launcher"] if network is None else "local"
+    return p.launcher if network is None else "local"
 
 
 def slurm_tasks(p: SpeedupParams) -> int:
     """Tasks of the largest measured cluster the SLURM launcher would run (0: none would)."""
-    if p["launcher"] != "slurm" or "loopback" not in p["probe_links"]:
+    if p.launcher != "slurm" or "loopback" not in p.probe_links:
         return 0
-    n = max(p["measure_workers"])
-    train = (1 + n + (n if "distributed" in p["measure_servers"] else 1)) if p["train_link"] == "loopback" else 0
+    n = max(p.measure.workers)
+    train = (1 + n + (n if "distributed" in p.measure.servers else 1)) if p.train_link == "loopback" else 0
     return max(3, train)
 
 
 def check(p: SpeedupParams) -> None:
     """One-line errors for a measuring configuration, before anything runs."""
-    for n in p["measure_workers"]:
-        if "sync-split" in p["measure_modes"] and p["measure_batch"] % n:
+    for n in p.measure.workers:
+        if "sync-split" in p.measure.modes and p.measure.batch % n:
             raise ParameterError(f"parameter 'measure_batch': sync-split needs it divisible by every worker count, "
-                                 f"{p['measure_batch']} is not divisible by {n}")
-        if p["measure_batches"] < n:
-            raise ParameterError(f"parameter 'measure_batches': D = {p['measure_batches']} is smaller than "
+                                 f"{p.measure.batch} is not divisible by {n}")
+        if p.measure.batches < n:
+            raise ParameterError(f"parameter 'measure_batches': D = {p.measure.batches} is smaller than "
                                  f"{n} workers")
-    if p["train_link"] not in p["probe_links"]:
-        raise ParameterError(f"parameter 'train_link': {p['train_link']!r} must be one of probe_links "
-                             f"{p['probe_links']} (its probe gives the predictions' inputs)")
+    if p.train_link not in p.probe_links:
+        raise ParameterError(f"parameter 'train_link': {p.train_link!r} must be one of probe_links "
+                             f"{p.probe_links} (its probe gives the predictions' inputs)")
 
 
 def probes(p: SpeedupParams, base: Path, emu=None) -> pd.DataFrame:
@@ -201,25 +201,25 @@ def probes(p: SpeedupParams, base: Path, emu=None) -> pd.DataFrame:
     ``emu`` (:class:`repro.experiments.speedup.emulation.Emulation`): the link runs dilated, times
     are divided by the dilation, and ``t_grad`` is the hardware profile's, not measured.
     """
-    sizes = sorted({p["measure_batch"]} | {p["measure_batch"] // n for n in p["measure_workers"]
-                                            if "sync-split" in p["measure_modes"]})
+    sizes = sorted({p.measure.batch} | {p.measure.batch // n for n in p.measure.workers
+                                            if "sync-split" in p.measure.modes})
     rows = []
-    env = cluster.thread_env(p["threads_per_worker"])
+    env = cluster.thread_env(p.threads_per_worker)
     k = emu.probe_dilation if emu else 1.0
-    for link in p["probe_links"]:
+    for link in p.probe_links:
         net = emu.network(link, k) if emu else _network_arg(link)
         res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=net, env=env,
                                   launcher=launcher(p, net),
-                                  kwargs={"networks": p["measure_networks"], "image_size": p["measure_image_size"],
-                                          "num_classes": p["measure_classes"], "batch_sizes": [] if emu else sizes,
-                                          "repeats": p["repeats"], "warmup": 2, "seed": p["seed"]},
-                                  timeout=p["timeout"], ready_timeout=120, run_dir=base / f"probe-{link}")
+                                  kwargs={"networks": p.measure.networks, "image_size": p.measure.image_size,
+                                          "num_classes": p.measure.classes, "batch_sizes": [] if emu else sizes,
+                                          "repeats": p.repeats, "warmup": 2, "seed": p.seed},
+                                  timeout=p.timeout, ready_timeout=120, run_dir=base / f"probe-{link}")
         for r in res.results["chief:0"]["networks"]:
             common = {"link": link, "network": r["network"], "image_size": r["image_size"],
                       "parameters": r["parameters"], "bytes": r["bytes"], "dilation": k}
             for q in ("t_pull", "t_push", "t_latency"):
                 rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q], k)})
-            t_grad = emu.t_grad_stats(r["network"], sizes, p["measure_batch"]) if emu else r["t_grad"]
+            t_grad = emu.t_grad_stats(r["network"], sizes, p.measure.batch) if emu else r["t_grad"]
             for b, st in t_grad.items():
                 rows.append({**common, "quantity": "t_grad", "batch": int(b), **_stat_cols(st)})
     return pd.DataFrame(rows)
@@ -238,24 +238,24 @@ def runs(p: SpeedupParams, base: Path, emu=None, plan=None, tag: str = "train") 
     dilation; seconds are divided by the dilation and the busiest link's rate is recorded.
     """
     rows = []
-    env = cluster.thread_env(p["threads_per_worker"])
-    plan = plan or [{"server": s, "workers": n, "networks": p["measure_networks"], "dilation": 1.0}
-                    for s in p["measure_servers"] for n in p["measure_workers"]]
+    env = cluster.thread_env(p.threads_per_worker)
+    plan = plan or [{"server": s, "workers": n, "networks": p.measure.networks, "dilation": 1.0}
+                    for s in p.measure.servers for n in p.measure.workers]
     with Progress(log, f"speedup {tag} clusters", len(plan),
                   weights=[c["dilation"] * len(c["networks"]) for c in plan]) as progress:
         for c in plan:
             server, n, k = c["server"], c["workers"], c["dilation"]
-            kwargs = {"networks": c["networks"], "server": server, "image_size": p["measure_image_size"],
-                      "num_classes": p["measure_classes"], "batch_size": p["measure_batch"],
-                      "batches": p["measure_batches"], "modes": p["measure_modes"],
-                      "semaphore": p["semaphore"] and n > 1,  # one worker: nothing to serialise
-                      "learning_rate": 0.01, "warmup_iterations": 1, "seed": p["seed"]}
+            kwargs = {"networks": c["networks"], "server": server, "image_size": p.measure.image_size,
+                      "num_classes": p.measure.classes, "batch_size": p.measure.batch,
+                      "batches": p.measure.batches, "modes": p.measure.modes,
+                      "semaphore": p.semaphore and n > 1,  # one worker: nothing to serialise
+                      "learning_rate": 0.01, "warmup_iterations": 1, "seed": p.seed}
             if emu:
                 kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
-            link = emu.network(p["train_link"], k, server) if emu else _network_arg(p["train_link"])
+            link = emu.network(p.train_link, k, server) if emu else _network_arg(p.train_link)
             res = cluster.run_cluster(
                 f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n, network=link, env=env,
-                launcher=launcher(p, link), timeout=p["timeout"], ready_timeout=180,
+                launcher=launcher(p, link), timeout=p.timeout, ready_timeout=180,
                 run_dir=base / f"{tag}-{server}-{n}", kwargs=kwargs)
             for net in res.results["chief:0"]["networks"]:
                 rows += [_run_row(net, r, n, k, res if emu else None) for r in net["runs"]]
@@ -298,7 +298,7 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: SpeedupParams, cores: i
     ``emulated``: every worker has its own emulated GPU (no core contention, no CPU bound) and
     waits for all its weights before it computes (no overlap).
     """
-    link, d, b = p["train_link"], p["measure_batches"], p["measure_batch"]
+    link, d, b = p.train_link, p.measure.batches, p.measure.batch
     rows = []
     for r in measured.itertuples():
         t_grad = _probe_value(pr, link, r.network, "t_grad", b)
@@ -317,7 +317,7 @@ def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: SpeedupParams, cores: i
                                    semaphore=bool(r.semaphore))["t_train"].iloc[0])
         ext = extended_time(r.mode, r.server, int(r.workers), d, t_grad_b, t_pull, t_push, t_lat,
                             max(cores, int(r.workers)) if emulated else cores,
-                            1 if emulated else p["threads_per_worker"], bool(r.semaphore),
+                            1 if emulated else p.threads_per_worker, bool(r.semaphore),
                             0.0 if emulated else cpu, overlap=not emulated, remote_share=share,
                             t_extra=0.0 if emulated else extra)
         server = r.server + ("+semaphore" if r.semaphore else "")

@@ -2,11 +2,51 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class SpeedupParams(TypedDict):
+class SpeedupMeasure(Params):
+    """speedup: the measured grid on a real local cluster (the parameters measure_*)."""
+
+    enabled: bool
+    networks: list[str]
+    image_size: int
+    classes: int
+    batch: int
+    batches: int
+    workers: list[int]
+    servers: list[str]
+    modes: list[str]
+
+
+class SpeedupEmulate(Params):
+    """speedup: the grid with emulated compute on emulated links (the parameters emulate_*)."""
+
+    hardware: str | None
+    networks: list[str]
+    workers: list[int]
+    servers: list[str]
+    modes: list[str]
+    batch: int
+    batches: int
+    validation: bool
+
+
+class SpeedupReplay(Params):
+    """speedup: the replay of one measured configuration, repeated (the parameters replay_*)."""
+
+    networks: list[str]
+    modes: list[str]
+    batches: int
+    repeats: int
+
+
+class SpeedupParams(Params):
     """The parameters of speedup (experiments/speedup/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'speedup'
 
     networks: list[str]
     batches: int
@@ -18,15 +58,7 @@ class SpeedupParams(TypedDict):
     input_size: int
     num_classes: int
     plot_dpi: int
-    measure: bool
-    measure_networks: list[str]
-    measure_image_size: int
-    measure_classes: int
-    measure_batch: int
-    measure_batches: int
-    measure_workers: list[int]
-    measure_servers: list[str]
-    measure_modes: list[str]
+    measure: SpeedupMeasure
     probe_links: list[str]
     train_link: str
     repeats: int
@@ -34,17 +66,7 @@ class SpeedupParams(TypedDict):
     timeout: float
     seed: int
     launcher: Literal['local', 'slurm']
-    emulate: str | None
-    emulate_networks: list[str]
-    emulate_workers: list[int]
-    emulate_servers: list[str]
-    emulate_modes: list[str]
-    emulate_batch: int
-    emulate_batches: int
+    emulate: SpeedupEmulate
     dilation: float
     dilation_check: float
-    emulate_validation: bool
-    replay_networks: list[str]
-    replay_modes: list[str]
-    replay_batches: int
-    replay_repeats: int
+    replay: SpeedupReplay

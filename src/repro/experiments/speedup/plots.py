@@ -23,8 +23,8 @@ def plot_predictions(result: Result, dpi: int | None = None):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     g.set_axis_labels("workers N", "predicted speedup S")
     g.set_titles("{col_name}")
-    g.figure.suptitle(f"slampa2017: predicted speedup from Table 6.1 (D = {result.params['batches']} batches)", y=1.02)
-    g.figure.set_dpi(dpi or result.params.get("plot_dpi", 100))
+    g.figure.suptitle(f"slampa2017: predicted speedup from Table 6.1 (D = {result.params.batches} batches)", y=1.02)
+    g.figure.set_dpi(dpi or result.params.plot_dpi)
     return g
 
 

@@ -17,6 +17,7 @@ from repro.core import verdicts as V
 from repro.experiments.speedup import emulation, rounding
 from repro.experiments.speedup.equations import MODES, NETWORKS, SERVERS, table_6_1
 from repro.experiments.speedup.measure import measured_claims
+from repro.experiments.speedup.paramtypes import SpeedupParams
 
 NAME = "speedup"
 TIE_RTOL = 1e-9  # speedups this close count as equal (sync-join and async coincide on the distributed server)
@@ -222,11 +223,11 @@ def servers_equal(grid: pd.DataFrame, spec: dict, rtol: float) -> dict:
             "verdict": "pass" if bool(((ratio - 1).abs() <= rtol).all()) else "fail"}
 
 
-def _one(grid: pd.DataFrame, spec: dict, params: dict, ours_measured: dict | None,
+def _one(grid: pd.DataFrame, spec: dict, params: SpeedupParams, ours_measured: dict | None,
          ours_emulated: dict | None = None) -> _claims.Measured:
     """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs;
     ``ours_emulated``: the emulated grid's, which decide a statement about the thesis' runs first)."""
-    if spec.get("network") and spec["network"] not in params["networks"]:
+    if spec.get("network") and spec["network"] not in params.networks:
         return _claims.Measured(ours="–", gate=V.not_measured(f"{spec['network']} is not in this run's networks"),
                                 basis="none", runs=0)
     if spec["check"] == "t_comm_ratio":
@@ -261,13 +262,13 @@ def _undecidable(m: _claims.Measured, claim: _claims.Claim) -> _claims.Measured:
                             gate=V.not_testable(claim.why_not_decisive + shown))
 
 
-def measurements(tables: dict[str, pd.DataFrame], params: dict) -> dict[str, _claims.Measured]:
+def measurements(tables: dict[str, pd.DataFrame], params: SpeedupParams) -> dict[str, _claims.Measured]:
     """One measurement per claim id, from the run's tables ``predictions``, ``measured_vs_predicted``
     and (emulated profiles) ``emulated_vs_predicted``, ``emulated_runs``, ``dilation_check``."""
     said = _claims.load(NAME)
-    measured = params["measure"] and "measured_vs_predicted" in tables
+    measured = params.measure.enabled and "measured_vs_predicted" in tables
     ours_measured = measured_claims(tables["measured_vs_predicted"], said) if measured else None
-    profile = params.get("emulate")
+    profile = params.emulate.hardware
     ours_emulated = (emulation.claim_values(tables, thesis_claims(), said, profile, details=True)
                      if profile not in (None, "none") and "emulated_vs_predicted" in tables else None)
     return {s["id"]: _undecidable(_one(tables["predictions"], s, params, ours_measured, ours_emulated), said[s["id"]])

@@ -12,7 +12,7 @@ from repro.experiments.staleness.summaries import paper_period
 def guide_markdown(result: Result) -> str:
     """A short practical guide, each point derived from this run's numbers (markdown bullets)."""
     p, t = result.params, result.tables
-    thr = p["acceptable_drop"]
+    thr = p.acceptable_drop
     out = []
     ps = t["period_summary"]
     for n, grp in ps[ps["workers"] > 1].groupby("workers"):
@@ -30,7 +30,7 @@ def guide_markdown(result: Result) -> str:
         worth = "worth its traffic here" if (gain > thr).any() else "not worth its traffic here"
         span = (f"{100 * gain.min():+.1f} points" if len(gain) == 1 or gain.min() == gain.max()
                 else f"{100 * gain.min():+.1f} to {100 * gain.max():+.1f} points")
-        out.append(f"- **Optimizer state ({p['state_optimizer']})**: averaging it changed final accuracy by "
+        out.append(f"- **Optimizer state ({p.state.optimizer})**: averaging it changed final accuracy by "
                    f"{span} and multiplies the bytes per round by "
                    f"{1 + ratio:.0f}: {worth}.")
     ts = t["tau_summary"]
@@ -38,7 +38,7 @@ def guide_markdown(result: Result) -> str:
     if len(fixed) > 1:
         fine = fixed[fixed["drop_vs_sync"] <= thr]
         tau_ok = int(fine["tau"].max()) if len(fine) else 0
-        out.append(f"- **Asynchronous SGD** (plain SGD, lr {p['async_learning_rate']:g}): fixed staleness up to tau = "
+        out.append(f"- **Asynchronous SGD** (plain SGD, lr {p.async_learning_rate:g}): fixed staleness up to tau = "
                    f"{tau_ok} stayed within {100 * thr:.1f} points of synchronous SGD; since mean staleness grows with "
                    f"the number of workers, that bounds the worker count at which plain async SGD is safe with this "
                    f"learning rate.")
@@ -48,7 +48,7 @@ def guide_markdown(result: Result) -> str:
         g = g[[v for v in g.index if v in MITIGATIONS]]  # the learning-rate controls are no mitigation
         best = g.idxmax()
         none = g.get("none", float("nan"))
-        out.append(f"- **Mitigation at mean tau = {int(tau_v)}** ({p['mitigation_tau_dist']} delays): best was "
+        out.append(f"- **Mitigation at mean tau = {int(tau_v)}** ({p.mitigation_tau_dist} delays): best was "
                    f"*{best}* ({g[best]:.3f} vs {none:.3f} without mitigation).")
     one = ps[ps["workers"] == 1]
     if len(one) and (ps["workers"] > 1).any():
@@ -74,11 +74,11 @@ def glue_numbers(result: Result) -> None:
     glue("stale_dataset", ds["name"])
     glue("stale_n_train", f"{ds['n_train']:,}")
     glue("stale_n_test", f"{ds['n_test']:,}")
-    glue("stale_model", p["model"])
-    glue("stale_epochs", p["epochs"])
-    glue("stale_batch", p["batch_size"])
-    glue("stale_seeds", len(p["seeds"]))
-    glue("stale_threshold_pts", 100 * p["acceptable_drop"])
+    glue("stale_model", p.model)
+    glue("stale_epochs", p.epochs)
+    glue("stale_batch", p.batch_size)
+    glue("stale_seeds", len(p.seeds))
+    glue("stale_threshold_pts", 100 * p.acceptable_drop)
     glue("stale_eq_diff", f"{s['equivalence_max_abs_difference']:.1e}")
     glue("stale_eq_tol", f"{EQUIVALENCE_TOLERANCE:.0e}")
     glue("stale_weight_kb", s["weight_bytes"] / 1e3)

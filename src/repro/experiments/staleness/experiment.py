@@ -84,7 +84,7 @@ class Staleness(harness.Experiment):
     name = NAME
 
     def prepare(self, p: StalenessParams) -> _data.Dataset:
-        ds = _data.load(p["dataset"], p["train_samples"] or None, p["test_samples"] or None, seed=0)
+        ds = _data.load(p.dataset, p.train_samples or None, p.test_samples or None, seed=0)
         check_params(p, ds.info["n_train"])
         return ds
 

@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import ClassVar, Literal
+
+from repro.core.paramtypes import Params
 
 
-class StalenessParams(TypedDict):
+class StalenessAvg(Params):
+    """staleness: parameter averaging (part 1) (the parameters avg_*)."""
+
+    optimizer: Literal['sgd', 'momentum', 'adam']
+    learning_rate: float
+
+
+class StalenessState(Params):
+    """staleness: the optimizer state under averaging (the parameters state_*)."""
+
+    optimizer: Literal['momentum', 'adam']
+    learning_rate: float
+    workers: int
+    periods: list[int]
+
+
+class StalenessThread(Params):
+    """staleness: the threaded asynchronous-SGD check (the parameters thread_*)."""
+
+    workers: list[int]
+    seeds: list[int]
+    updates: int
+
+
+class StalenessParams(Params):
     """The parameters of staleness (experiments/staleness/profile.yaml)."""
+
+    EXPERIMENT: ClassVar[str] = 'staleness'
 
     dataset: Literal['mnist_subset', 'mnist_subset_rgb32', 'fashion_mnist', 'fashion_mnist_rgb32', 'cifar10']
     train_samples: int
@@ -18,12 +46,8 @@ class StalenessParams(TypedDict):
     momentum: float
     workers: list[int]
     periods: list[int]
-    avg_optimizer: Literal['sgd', 'momentum', 'adam']
-    avg_learning_rate: float
-    state_optimizer: Literal['momentum', 'adam']
-    state_learning_rate: float
-    state_workers: int
-    state_periods: list[int]
+    avg: StalenessAvg
+    state: StalenessState
     acceptable_drop: float
     async_learning_rate: float
     taus: list[int]
@@ -34,7 +58,5 @@ class StalenessParams(TypedDict):
     mitigation_tau_dist: Literal['fixed', 'uniform', 'geometric']
     soft_sync: int
     staleness_bound: int
-    thread_workers: list[int]
-    thread_seeds: list[int]
-    thread_updates: int
+    thread: StalenessThread
     pipeline_check: bool

@@ -75,7 +75,7 @@ def plot_state_comparison(result: Result):
     sns.lineplot(data=st, x="period", y="test_accuracy", hue="state_mode", marker="o", errorbar="sd",
                  err_style="bars", ax=ax)
     ax.set(xscale="log", xlabel="averaging period k", ylabel="final test accuracy",
-           title=f"{result.params['state_optimizer']}, N = {result.params['state_workers']}: what is averaged")
+           title=f"{result.params.state.optimizer}, N = {result.params.state.workers}: what is averaged")
     _int_ticks(ax, sorted(st["period"].unique()))
     fig.tight_layout()
     return plots.stamp(fig, result.provenance)
@@ -113,7 +113,7 @@ def plot_mitigations(result: Result):
     grid = sns.relplot(data=h, x="epoch", y="test_accuracy", hue="variant", col="tau", kind="line", marker="o",
                        errorbar="sd", height=3.2, aspect=1.2,
                        hue_order=[v for v in MITIGATIONS if v in set(h["variant"])])
-    grid.set_titles("mean tau = {col_name} (" + result.params["mitigation_tau_dist"] + ")")
+    grid.set_titles("mean tau = {col_name} (" + result.params.mitigation_tau_dist + ")")
     grid.figure.suptitle("Mitigations of stale gradients", y=1.04)
     return plots.stamp(grid, result.provenance)
 

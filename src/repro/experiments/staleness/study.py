@@ -42,12 +42,12 @@ def log(msg: str) -> None:
 
 def check_params(p: StalenessParams, n_train: int) -> None:
     """Cross-parameter checks the schema cannot express (one-line :class:`ParameterError`)."""
-    for key, n_max in (("workers", max(p["workers"])), ("state_workers", p["state_workers"])):
-        if n_train // n_max < p["batch_size"]:
+    for key, n_max in (("workers", max(p.workers)), ("state_workers", p.state.workers)):
+        if n_train // n_max < p.batch_size:
             raise ParameterError(
                 f"parameter '{key}': {n_train} training examples give each of {n_max} workers fewer than one "
-                f"minibatch of {p['batch_size']}; lower it or raise train_samples")
-    if n_train < p["batch_size"]:
+                f"minibatch of {p.batch_size}; lower it or raise train_samples")
+    if n_train < p.batch_size:
         raise ParameterError(f"parameter 'batch_size': larger than the {n_train} training examples")
 
 
@@ -61,17 +61,17 @@ class Models:
         self._inits: dict = {}
 
     def build(self, model: str | None = None):
-        return MODEL_BUILDERS[model or self.p["model"]](self.ds.input_shape, self.ds.num_classes)
+        return MODEL_BUILDERS[model or self.p.model](self.ds.input_shape, self.ds.num_classes)
 
     def trainer(self, opt: str | None, lr: float = 0.0, model: str | None = None, tag: str = "") -> Trainer:
-        key = (model or self.p["model"], opt, lr, tag)
+        key = (model or self.p.model, opt, lr, tag)
         if key not in self._trainers:
-            optimizer = av.make_optimizer(opt, lr, self.p["momentum"]) if opt else None
+            optimizer = av.make_optimizer(opt, lr, self.p.momentum) if opt else None
             self._trainers[key] = Trainer(self.build(model), optimizer)
         return self._trainers[key]
 
     def init(self, seed: int, model: str | None = None):
-        key = (seed, model or self.p["model"])
+        key = (seed, model or self.p.model)
         if key not in self._inits:
             import keras
 
@@ -81,25 +81,25 @@ class Models:
 
     def sizes(self) -> dict:
         p = self.p
-        return {"weight_bytes": self.trainer(p["avg_optimizer"], p["avg_learning_rate"]).weight_bytes(),
-                "state_optimizer_state_bytes": self.trainer(p["state_optimizer"],
-                                                            p["state_learning_rate"]).state_bytes()}
+        return {"weight_bytes": self.trainer(p.avg.optimizer, p.avg.learning_rate).weight_bytes(),
+                "state_optimizer_state_bytes": self.trainer(p.state.optimizer,
+                                                            p.state.learning_rate).state_bytes()}
 
 
 def equivalence_check(m: Models) -> dict:
     """k = 1 averaging (plain SGD, N = max(2, max workers)) vs single-machine SGD on the global batch."""
     p, ds = m.p, m.ds
-    n_eq = max(2, max(p["workers"]))
-    m_eq = n_eq * p["batch_size"] * EQUIVALENCE_STEPS
+    n_eq = max(2, max(p.workers))
+    m_eq = n_eq * p.batch_size * EQUIVALENCE_STEPS
     xe, ye = ds.x_train[:m_eq], ds.y_train[:m_eq]
-    tr = m.trainer("sgd", p["avg_learning_rate"], "small_cnn")
-    seed0 = p["seeds"][0]
-    res = av.train_averaging(tr, xe, ye, workers=n_eq, period=1, epochs=1, batch_size=p["batch_size"],
+    tr = m.trainer("sgd", p.avg.learning_rate, "small_cnn")
+    seed0 = p.seeds[0]
+    res = av.train_averaging(tr, xe, ye, workers=n_eq, period=1, epochs=1, batch_size=p.batch_size,
                              init_weights=m.init(seed0, "small_cnn"), seed=seed0)
-    ref = av.single_machine_reference(tr, xe, ye, workers=n_eq, epochs=1, batch_size=p["batch_size"],
+    ref = av.single_machine_reference(tr, xe, ye, workers=n_eq, epochs=1, batch_size=p.batch_size,
                                       init_weights=m.init(seed0, "small_cnn"), seed=seed0)
-    out = {"workers": n_eq, "rounds": res.rounds, "global_batch": n_eq * p["batch_size"],
-           "model": "small_cnn", "optimizer": "sgd", "learning_rate": p["avg_learning_rate"],
+    out = {"workers": n_eq, "rounds": res.rounds, "global_batch": n_eq * p.batch_size,
+           "model": "small_cnn", "optimizer": "sgd", "learning_rate": p.avg.learning_rate,
            "max_abs_weight_difference": av.max_abs_difference(res.weights, ref),
            "max_abs_weight": float(max(np.abs(w).max() for w in ref)), "tolerance": EQUIVALENCE_TOLERANCE}
     log(f"k=1 vs single machine (N={n_eq}, {res.rounds} rounds): max |dw| = {out['max_abs_weight_difference']:.2e}")
@@ -110,8 +110,8 @@ def _averaging_rows(m: Models, part: str, opt: str, lr: float, workers: int, per
                     average_state: bool) -> list[dict]:
     p, ds = m.p, m.ds
     tr = m.trainer(opt, lr)
-    res = av.train_averaging(tr, ds.x_train, ds.y_train, workers=workers, period=period, epochs=p["epochs"],
-                             batch_size=p["batch_size"], init_weights=m.init(seed), average_state=average_state,
+    res = av.train_averaging(tr, ds.x_train, ds.y_train, workers=workers, period=period, epochs=p.epochs,
+                             batch_size=p.batch_size, init_weights=m.init(seed), average_state=average_state,
                              seed=seed, x_test=ds.x_test, y_test=ds.y_test)
     state_avg = average_state and opt != "sgd"
     per_round = tr.weight_bytes() + (tr.state_bytes() if state_avg else 0)
@@ -127,16 +127,16 @@ def averaging_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The N x k grid and the weights-only vs weights+state comparison: (history, final epoch)."""
     p = m.p
     rows: list[dict] = []
-    for seed in p["seeds"]:
-        for n in p["workers"]:
-            for k in (p["periods"] if n > 1 else [1]):
-                rows += _averaging_rows(m, "grid", p["avg_optimizer"], p["avg_learning_rate"], n, k, seed, True)
-        for k in p["state_periods"]:
+    for seed in p.seeds:
+        for n in p.workers:
+            for k in (p.periods if n > 1 else [1]):
+                rows += _averaging_rows(m, "grid", p.avg.optimizer, p.avg.learning_rate, n, k, seed, True)
+        for k in p.state.periods:
             for mode in av.STATE_MODES:
-                rows += _averaging_rows(m, "state", p["state_optimizer"], p["state_learning_rate"],
-                                        p["state_workers"], k, seed, mode == "weights+state")
+                rows += _averaging_rows(m, "state", p.state.optimizer, p.state.learning_rate,
+                                        p.state.workers, k, seed, mode == "weights+state")
     hist = pd.DataFrame(rows)
-    return hist, hist[hist["epoch"] == p["epochs"]].reset_index(drop=True)
+    return hist, hist[hist["epoch"] == p.epochs].reset_index(drop=True)
 
 
 CONTROL_PREFIX = "lr_control:"  # variant name of a mitigation's learning-rate control: plain async SGD at its lr
@@ -161,13 +161,13 @@ def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: in
     p, ds = m.p, m.ds
     dist = "fixed" if tau == 0 else dist
     control = variant.startswith(CONTROL_PREFIX)
-    opts = mitigation_options("none" if control else variant, p["soft_sync"], p["staleness_bound"])
-    budget = p["epochs"] * (len(ds.y_train) // p["batch_size"]) if opts["bound"] is not None else None
-    lr = p["async_learning_rate"] * lr_factor
+    opts = mitigation_options("none" if control else variant, p.soft_sync, p.staleness_bound)
+    budget = p.epochs * (len(ds.y_train) // p.batch_size) if opts["bound"] is not None else None
+    lr = p.async_learning_rate * lr_factor
     key = (seed, dist, tau, opts["scaling"], opts["soft_sync"], opts["bound"], lr)
     if key not in cache:
         res = train_async(m.trainer("sgd", lr, tag="server"), m.trainer(None, tag="reader"),
-                          ds.x_train, ds.y_train, tau=tau, epochs=p["epochs"], batch_size=p["batch_size"],
+                          ds.x_train, ds.y_train, tau=tau, epochs=p.epochs, batch_size=p.batch_size,
                           init_weights=m.init(seed), tau_dist=dist, seed=seed, x_test=ds.x_test, y_test=ds.y_test,
                           time_budget=budget, **opts)
         cache[key] = res
@@ -182,7 +182,7 @@ def _emulate(m: Models, cache: dict, part: str, variant: str, dist: str, tau: in
              "mean_scale": float(np.mean([r["scale"] for r in res.log])), "held_back": res.held_back,
              "arrivals": res.arrivals, "wait_time": res.wait_time, "emulated_time": res.arrivals + res.wait_time,
              "learning_rate": lr, "lr_factor": lr_factor, "wall_s": res.wall_s}
-    dist_rows = ([{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p["seeds"][0]
+    dist_rows = ([{**base, **r} for r in staleness_distribution(counts).to_dict("records")] if seed == p.seeds[0]
                  else [])
     return [{**base, **h} for h in res.history], final, dist_rows
 
@@ -194,22 +194,22 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     cache: dict = {}
     hist, final, stale = [], [], []
     configs = []
-    for seed in p["seeds"]:
-        for dist in p["tau_dists"]:
-            for tau in p["taus"]:
-                if tau == 0 and dist != p["tau_dists"][0]:
+    for seed in p.seeds:
+        for dist in p.tau_dists:
+            for tau in p.taus:
+                if tau == 0 and dist != p.tau_dists[0]:
                     continue  # tau = 0 is synchronous SGD whatever the distribution
                 configs.append(("tau_sweep", "none", dist, tau, seed))
-        for tau in p["mitigation_taus"]:
-            for variant in p["mitigations"]:
-                configs.append(("mitigation", variant, p["mitigation_tau_dist"], tau, seed))
+        for tau in p.mitigation_taus:
+            for variant in p.mitigations:
+                configs.append(("mitigation", variant, p.mitigation_tau_dist, tau, seed))
     for cfg in configs:
         h, f, s = _emulate(m, cache, *cfg)
         hist += h
         final.append(f)
         stale += s
-        factor = control_factor(cfg[1], f["mean_scale"], p["soft_sync"]) if cfg[0] == "mitigation" else None
-        if p["lr_controls"] and factor is not None:
+        factor = control_factor(cfg[1], f["mean_scale"], p.soft_sync) if cfg[0] == "mitigation" else None
+        if p.lr_controls and factor is not None:
             h, f, s = _emulate(m, cache, "mitigation", CONTROL_PREFIX + cfg[1], *cfg[2:], lr_factor=factor)
             hist += h
             final.append(f)
@@ -221,12 +221,12 @@ def thread_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     N pooled over the seeds with the number of runs and the sd of the per-run means, distribution per N)."""
     p, ds = m.p, m.ds
     logs = []
-    if p["thread_updates"] > 0:
-        for seed in p["thread_seeds"]:
-            for n in p["thread_workers"]:
+    if p.thread.updates > 0:
+        for seed in p.thread.seeds:
+            for n in p.thread.workers:
                 one = threaded_async_run(m.build, ds.x_train, ds.y_train, workers=n,
-                                         updates_per_worker=p["thread_updates"], batch_size=p["batch_size"],
-                                         learning_rate=p["async_learning_rate"], seed=seed)
+                                         updates_per_worker=p.thread.updates, batch_size=p.batch_size,
+                                         learning_rate=p.async_learning_rate, seed=seed)
                 one.insert(0, "seed", seed)
                 one.insert(0, "workers", n)
                 logs.append(one)

@@ -29,7 +29,7 @@ def period_summary(avg_final: pd.DataFrame, p: StalenessParams) -> pd.DataFrame:
     out = out.merge(extra, on=["workers", "period"])
     k1 = out[out["period"] == 1].set_index("workers")["acc_mean"]
     out["drop_vs_k1"] = [k1.get(n, np.nan) - a for n, a in zip(out["workers"], out["acc_mean"])]
-    out["acceptable"] = out["drop_vs_k1"] <= p["acceptable_drop"] + 1e-12
+    out["acceptable"] = out["drop_vs_k1"] <= p.acceptable_drop + 1e-12
     return out
 
 

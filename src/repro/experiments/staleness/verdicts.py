@@ -80,8 +80,8 @@ def equivalence(summary: dict, params: StalenessParams) -> dict:
     and the summary)."""
     if "equivalence" in summary:
         return summary["equivalence"]
-    n_eq = max(2, max(params["workers"]))
-    return {"workers": n_eq, "rounds": EQUIVALENCE_STEPS, "global_batch": n_eq * params["batch_size"],
+    n_eq = max(2, max(params.workers))
+    return {"workers": n_eq, "rounds": EQUIVALENCE_STEPS, "global_batch": n_eq * params.batch_size,
             "max_abs_weight_difference": summary["equivalence_max_abs_difference"]}
 
 
@@ -98,10 +98,10 @@ def equivalence_measure(eq: dict) -> Measured:
 
 def cheap_reason(params: StalenessParams, provenance: dict) -> str | None:
     """Why the run is too small to judge accuracy or measured staleness (None: it is not)."""
-    if not params["pipeline_check"]:
+    if not params.pipeline_check:
         return None
     n_train = provenance["datasets"][0]["n_train"]
-    return f"{provenance['profile']} profile: {params['epochs']} epoch(s) on {n_train:,} images, a pipeline check"
+    return f"{provenance['profile']} profile: {params.epochs} epoch(s) on {n_train:,} images, a pipeline check"
 
 
 def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[str, Measured]:
@@ -130,7 +130,7 @@ def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[st
     ratio = summary["state_optimizer_state_bytes"] / summary["weight_bytes"]
     wb = summary["weight_bytes"]
     out["state_adds_traffic"] = Measured(
-        ours=f"{p['state_optimizer']} state is {ratio:.0f}x the weights: a round moves "
+        ours=f"{p.state.optimizer} state is {ratio:.0f}x the weights: a round moves "
              f"{(1 + ratio) * wb / 1e6:.3f} MB instead of {wb / 1e6:.3f} MB per worker",
         gate=V.not_comparable("true by construction: averaging the state sends its bytes too; the sizes are "
                               f"{'counted' if ratio > 0 else 'zero: no state'}, nothing is measured"), runs=runs)
@@ -192,7 +192,7 @@ def state_measure(ss: pd.DataFrame, p: StalenessParams, runs: int) -> Measured:
         return _none("no state comparison in this profile", V.not_measured("no state_periods in this profile"))
     piv = ss.pivot(index="period", columns="state_mode", values="acc_mean")
     gains = (piv["weights+state"] - piv["weights"]).dropna()
-    return Measured(ours=f"{p['state_optimizer']}, N = {p['state_workers']}: "
+    return Measured(ours=f"{p.state.optimizer}, N = {p.state.workers}: "
                          "weights+state minus weights-only accuracy: "
                          + "; ".join(f"k = {int(k)}: {_pts(g)}" for k, g in gains.items()), runs=runs,
                     gate=V.not_comparable("the paper's sentence is about what must be distributed and the network load "
@@ -402,7 +402,7 @@ def _mitigations(t: dict, p: StalenessParams, runs: int) -> dict[str, Measured]:
         return out
     for variant in [v for v in MITIGATIONS if v != "none" and v in set(ms["variant"])]:
         out[MITIGATION_IDS[variant]] = staleness_reduction(ms, t.get("emulation_staleness"), variant,
-                                                           p["mitigation_tau_dist"], runs)
+                                                           p.mitigation_tau_dist, runs)
     out["scaling_soft_sync_best"] = combined_best(ms, runs)
     return out
 
@@ -448,7 +448,7 @@ def one_machine_measure(t: dict, runs: int) -> Measured:
 
 def measurements(tables: dict, summary: dict, params: StalenessParams, provenance: dict) -> dict[str, Measured]:
     """One measurement per claim id of ``claims.yaml``, from what the run wrote."""
-    runs, cheap = len(params["seeds"]), cheap_reason(params, provenance)
+    runs, cheap = len(params.seeds), cheap_reason(params, provenance)
     out = {"data_parallel_preferred": _none("only data parallelism is implemented here",
                                             V.not_testable("no model-parallel implementation")),
            "async_higher_throughput": _none("the emulation has no clock",
