@@ -73,12 +73,14 @@ def test_backend_info_needs_no_backend(monkeypatch):
 def test_the_memory_gate_names_the_backend_the_children_ran():
     import pandas as pd
 
+    from repro.core import paramtypes
     from repro.experiments.cost_study import verdicts
 
+    one_run = paramtypes.partial("cost_study", {"repetitions": 1})
     memory = pd.DataFrame({"device": ["cpu"], "network": ["mnist_cnn"], "peak_rss_mb_mean": [700.0],
                            "rss_over_weights": [150.0]})
     jax_run = verdicts.memory_over_weights({"memory": memory, "runs": pd.DataFrame({"backend": ["jax"]})},
-                                           {"repetitions": 1})
+                                           one_run)
     assert "includes JAX itself" in jax_run.gate.detail
-    old_run = verdicts.memory_over_weights({"memory": memory, "runs": pd.DataFrame({"cores": [1]})}, {"repetitions": 1})
+    old_run = verdicts.memory_over_weights({"memory": memory, "runs": pd.DataFrame({"cores": [1]})}, one_run)
     assert "includes TensorFlow itself" in old_run.gate.detail  # runs made before the backend column: TensorFlow

@@ -12,7 +12,7 @@ import pytest
 
 from repro import cli
 from repro.cluster import billing
-from repro.core import claims, harness
+from repro.core import claims, harness, paramtypes
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.cost_study import analysis, cost, planning, verdicts
@@ -331,7 +331,8 @@ def _tables(opt_cores: int, mnist: tuple[float, float], cifar: tuple[float, floa
             "optimal": optimal, "memory": memory}
 
 
-PARAMS = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16], "repetitions": 3}
+PARAMS = paramtypes.partial("cost_study", {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16],
+                                           "repetitions": 3})
 SUMMARY = {"gpu": {"gpus": 1, "model": "Tesla K80", "reason": "1 GPU(s) visible to TensorFlow"},
            "docker": {"inside_docker": False, "docker_engine": False, "reason": "no docker client"}}
 
@@ -349,7 +350,7 @@ def test_claims_that_hold_on_a_12_core_machine_with_a_gpu_are_reproduced():
     assert v["docker_no_worse"].startswith("not testable here (no docker client")
     assert v["memory_over_weights"].startswith("not comparable")
     assert v["cpu_vs_gpu_ram"] == "not comparable (no number in the paper)"
-    one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), dict(PARAMS, repetitions=1))
+    one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), PARAMS.replace(repetitions=1))
     assert one_run["optimal_cores_mnist"].startswith("not comparable (1 run of a stochastic quantity")
 
 
@@ -428,7 +429,7 @@ def test_a_gpu_run_on_a_16_core_host_is_priced_as_a_1_gpu_instance(monkeypatch):
     """On the H100 host (16 cores, 1 GPU) the GPU child is pinned to 8 cores; its instance is one of its
     own GPU model: a K80 run finds the 2017 K80 instance, an H100 run none in the 2017 table."""
     monkeypatch.setattr(planning.sweep, "available_cores", lambda: list(range(16)))
-    p = {"networks": ["mnist_cnn"], "gpu_sweep": True, "repetitions": 1}
+    p = paramtypes.partial("cost_study", {"networks": ["mnist_cnn"], "gpu_sweep": True, "repetitions": 1})
     children = planning.plan(p, [1, 2, 4, 8, 12, 16], n_gpus=1)
     gpu = [c for c in children if c["device"] == "gpu"]
     assert [(c["cores"], c["gpus"]) for c in gpu] == [(8, 1)]

@@ -144,6 +144,7 @@ def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_res
     finished sweep leaves no checkpoints. CPU children get JAX_PLATFORMS=cpu and a compilation cache of their own."""
     from types import SimpleNamespace
 
+    from repro.core import paramtypes
     from repro.experiments.cost_study import experiment as cs
     from repro.experiments.cost_study import resume
     from repro.ml import training
@@ -163,7 +164,8 @@ def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_res
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax"))
     children = [{"label": f"c{i}", "network": "mnist_cnn", "gpus": 0, "cores": 1, "device": "cpu", "rep": 1}
                 for i in (1, 2)]
-    p = {"resume": True, "seed": 0, "learning_rate": 0.001, "child_timeout_s": 10, "sample_interval_s": 1.0}
+    p = paramtypes.partial("cost_study", {"resume": True, "seed": 0, "learning_rate": 0.001, "child_timeout_s": 10,
+                                          "sample_interval_s": 1.0})
     (tmp_path / "cost_study").mkdir()
 
     def run_once(name):
@@ -187,7 +189,7 @@ def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_res
     assert (again.dir / "samples" / "c1.csv").read_text() == "t,cpu\n0,1\n"  # the kept child's files come along
     assert envs[0]["JAX_PLATFORMS"] == "cpu" and envs[0]["CUDA_VISIBLE_DEVICES"] == ""
     assert envs[0]["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "jax" / "cpu-children")
-    fresh = dict(p, resume=False)  # resume: false trains everything again
+    fresh = p.replace(resume=False)  # resume: false trains everything again
     cs.sweep_children(run_once("fresh"), fresh, children, 0)
     assert trained[-2:] == ["c1", "c2"]
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core import claims
+from repro.core import claims, paramtypes
 from repro.experiments.cost_study import verdicts
 
-P = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [32, 24], "repetitions": 2}
+P = paramtypes.partial("cost_study", {"reference_provider": "google_cloud_2017", "extrapolate_cores": [32, 24],
+                                     "repetitions": 2})
 
 
 def _runs(max_cores: int) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from repro import cluster
-from repro.core import claims, harness, ledger
+from repro.core import claims, harness, ledger, paramtypes
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.distributed import arithmetic, verdicts
@@ -83,7 +83,7 @@ T = _throughput([("ring", 1, "resnet50", 100.0), ("ring", 2, "resnet50", 190.0),
                  ("ps_sync", 1, "vgg16", 50.0), ("ps_sync", 2, "vgg16", 25.0),
                  ("ps_async", 1, "resnet50", 100.0), ("ps_async", 2, "resnet50", 105.0),
                  ("ps_async", 1, "vgg16", 50.0), ("ps_async", 2, "vgg16", 26.0)])
-P = {"workers": [1, 2], "threads_per_worker": 1}
+P = paramtypes.partial("distributed", {"workers": [1, 2], "threads_per_worker": 1, "emulate": None})
 
 
 def test_findings_verdicts():
@@ -121,7 +121,7 @@ def test_findings_verdicts():
     assert f2["ring_scaling"].startswith("not testable here (2 workers x 1 thread(s) plus the PS/chief")
     # async/sync on shared cores: the processors bound both rates, so a ratio of 1 is forced, not found
     assert f2["async_vs_sync"].startswith("not testable here (2 workers x 1 thread(s)")
-    f4 = _verdicts(t, {**p, "threads_per_worker": 2}, cores=4)[0]
+    f4 = _verdicts(t, p.replace(threads_per_worker=2), cores=4)[0]
     assert f4["vgg_worst"].startswith("not testable here (2 workers x 2 thread(s)")
     # only the smoke profile's tiny CNN: no throughput finding is measured
     tiny = _verdicts(_throughput([("ring", 1, "tiny", 10.0), ("ps_sync", 1, "tiny", 5.0)]), p, cores=4)[0]
@@ -243,7 +243,7 @@ def test_bandwidth_sweep_arithmetic():
     assert arithmetic.analytic_bytes("ring", 4, 100.0) == 150.0
     assert arithmetic.analytic_bytes("horovod", 2, 100.0) == 100.0
     assert arithmetic.analytic_bytes("ps_sync", 4, 100.0) == 400.0
-    p = {"batch_size": 10}
+    p = paramtypes.partial("distributed", {"batch_size": 10})
     summary = [{"workers": 2, "steps_total": 20, "parameters": 250_000, "model": "m", "total_images_per_sec": 50.0,
                 "window_bytes": {"worker:0": {"sent": 11_000_000, "received": 10_000_000},
                                  "worker:1": {"sent": 9_000_000, "received": 10_000_000}}}]
@@ -320,9 +320,9 @@ def test_scaling_figures_wrap_five_models_into_rows_of_three(tmp_path):
     models = ["vgg16", "vgg19", "resnet50", "resnet152", "inception_v3"]
     rows = [{"method": m, "workers": n, "model": mod, "total_images_per_sec": 30.0 * n, "efficiency": 1.0}
             for m in ("horovod", "ps_sync") for n in (1, 2) for mod in models]
-    result = harness.Result(tmp_path, {}, {}, tables={"t": pd.DataFrame(rows)})
+    result = harness.Result(tmp_path, paramtypes.partial("distributed", {}), {}, tables={"t": pd.DataFrame(rows)})
     assert chapter.plot_efficiency(result, "t").fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 3)
-    two = harness.Result(tmp_path, {}, {}, tables={"t": pd.DataFrame([r for r in rows if r["model"] in models[:2]])})
+    two = harness.Result(tmp_path, paramtypes.partial("distributed", {}), {}, tables={"t": pd.DataFrame([r for r in rows if r["model"] in models[:2]])})
     assert len(chapter.plot_throughput(two, "t").axes.flat) == 2  # up to three models: one row
 
 

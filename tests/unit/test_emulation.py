@@ -9,6 +9,7 @@ import pytest
 
 from repro.cluster import ClusterError, hardware
 from repro.core import claims as claims_mod
+from repro.core import paramtypes
 from repro.core import verdicts as V
 from repro.core.ledger import category
 from repro.core.params import ParameterError
@@ -69,7 +70,7 @@ def test_memory_that_would_not_fit_is_refused_before_any_process():
 def _params(**kw):
     from repro.core import params
 
-    return params.resolve("speedup", "emulated", kw)
+    return paramtypes.typed("speedup", params.resolve("speedup", "emulated", kw))
 
 
 def test_plan_gives_each_cluster_the_least_dilation_its_flows_need(monkeypatch):
@@ -229,7 +230,8 @@ def test_emulated_rows_carry_basis_emulated_and_the_ledger_rules_apply():
                          for m in ("sync-join", "sync-split", "async") for s in ("central", "distributed")
                          for w in (1, 2, 4, 8)])
     tables["predictions"] = grid
-    p = {"measure": False, "emulate": "gtx970-1gbit", "networks": ["VGG16E", "GoogLeNet", "SqueezeNet", "Resnet34"]}
+    p = paramtypes.partial("speedup", {"measure": False, "emulate": "gtx970-1gbit",
+                                       "networks": ["VGG16E", "GoogLeNet", "SqueezeNet", "Resnet34"]})
     measured = statements.measurements(tables, p)
     led = claims_mod.ledger("speedup", measured).set_index(pd.Index(list(claims_mod.load("speedup"))))
     assert led.loc["squeezenet_best_measured", "basis"] == "emulated"
@@ -263,7 +265,7 @@ def _dist_params(**kw):
     from repro.core import params
 
     kw.setdefault("emulate_models", ["resnet50", "vgg16"])  # the two models AUDIT sizes
-    return params.resolve("distributed", "emulated", kw)
+    return paramtypes.typed("distributed", params.resolve("distributed", "emulated", kw))
 
 
 AUDIT = pd.DataFrame([{"model": "vgg16", "ours_params_m": 138.36}, {"model": "resnet50", "ours_params_m": 25.64}])
@@ -301,6 +303,9 @@ K80_PARAMETERS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "vgg19": 143_667
                   "inception_v3": 23_851_784}
 
 
+K80 = paramtypes.partial("distributed", {"emulate": "k80-p2.16xlarge", "ps": 1})  # the emulated grid's hardware
+
+
 def _profiled(tp: pd.DataFrame) -> pd.DataFrame:
     return tp.assign(hardware="k80-p2.16xlarge", batch_size=32, parameters=tp["model"].map(K80_PARAMETERS))
 
@@ -318,7 +323,7 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
                 rows.append({"method": method, "workers": n, "model": model, "total_images_per_sec": total})
     tp = _profiled(pd.DataFrame(rows))
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
-    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    out = verdicts.emulated(tables, K80)
     assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency"}
     assert all(m.basis == "emulated" and "[emulated k80-p2.16xlarge, 1 run(s)]" in m.ours for m in out.values())
     assert all(m.runs == 1 for m in out.values())
@@ -328,7 +333,7 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     assert out["async_vs_sync"].gate.category.value == "not testable here"
     assert out["async_vs_sync"].gate.detail.startswith("emulated compute has no variance")
     assert out["async_vs_sync"].value == pytest.approx(0.55 / 0.5)  # measured and shown, just not judged
-    assert verdicts.emulated(tables, {"emulate": "none"}) == {}
+    assert verdicts.emulated(tables, paramtypes.partial("distributed", {"emulate": None, "ps": 1})) == {}
 
 
 def test_with_horovod_in_the_grid_its_ratio_and_scaling_decide_the_paper_findings():
@@ -343,7 +348,7 @@ def test_with_horovod_in_the_grid_its_ratio_and_scaling_decide_the_paper_finding
                      for m, e in eff.items()]
     tp = _profiled(pd.DataFrame(rows))
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
-    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    out = verdicts.emulated(tables, K80)
     assert "ring_vs_ps" not in out  # no MWMS ring in this grid: left to the real runs
     assert out["horovod"].value == pytest.approx(0.5 / 0.45) and out["horovod"].basis == "emulated"
     assert out["ring_scaling"].ours.startswith("Horovod: resnet50: gains, vgg16: no gain") and out["ring_scaling"].holds
@@ -373,7 +378,7 @@ def test_vgg19_must_gain_and_both_vggs_scale_worst(eff, gains_holds, worst_holds
             for model, e in eff.items() for n in (1, 2, 4) for m in ("horovod", "ps_sync")]
     tp = _profiled(pd.DataFrame(rows))
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
-    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    out = verdicts.emulated(tables, K80)
     assert out["ring_scaling"].holds is gains_holds
     assert out["vgg_worst"].holds is worst_holds and out["vgg_worst"].note.startswith(note)
 
@@ -399,7 +404,7 @@ def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():
     one = tp[(tp["model"] == "resnet50") & (tp["method"] == "ring") & (tp["workers"] == 1)]
     assert one["total_images_per_sec"].iloc[0] == pytest.approx(49.0 * 1.02)  # the mean of 49 and 50.96
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
-    out = verdicts.emulated(tables, {"emulate": "k80-p2.16xlarge"})
+    out = verdicts.emulated(tables, K80)
     assert all(m.runs == 2 and "2 run(s)" in m.ours for m in out.values())
     said = core_claims.load("distributed")
     # 1.00, as the paper says, yet forced: every emulated worker waits the same t_grad, so no verdict either way
@@ -444,7 +449,7 @@ def test_async_vs_sync_is_never_the_emulations_to_decide_but_real_runs_still_dec
 
     etp, esc, era = grid(["horovod", "ps_sync"])  # the emulated profile's grid: no async PS
     emulated = {"emulated_throughput": etp, "emulated_scaling": esc, "emulated_ratios": era}
-    out = verdicts.emulated(emulated, {"emulate": "k80-p2.16xlarge"})
+    out = verdicts.emulated(emulated, K80)
     assert out["async_vs_sync"].ours == verdicts.NO
     assert out["async_vs_sync"].gate.category.value == "not testable here"
     assert out["async_vs_sync"].gate.detail.startswith("emulated compute has no variance")
@@ -454,7 +459,8 @@ def test_async_vs_sync_is_never_the_emulations_to_decide_but_real_runs_still_dec
     for cores, real_says in ((4, "reproduced"), (2, "not testable here")):
         rtp, rsc, rra = grid(["ps_sync", "ps_async"])  # real runs of the paper's models: async/sync 1.00
         tables = dict(emulated, throughput=rtp, scaling=rsc, ratios=rra, table1=audit)
-        p = {"workers": [1, 2], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge"}
+        p = paramtypes.partial("distributed", {"workers": [1, 2], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge",
+                                           "ps": 1})
         summary = {"cores": cores, "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         m = verdicts.measurements(tables, summary, p, {})["async_vs_sync"]
         # on 4 cores the real runs decide; on 2 shared cores they cannot, and neither can the emulation
@@ -476,7 +482,8 @@ def test_a_finding_neither_grid_measured_says_why_for_both():
     audit = pd.DataFrame({"model": ["vgg16", "vgg19", "resnet50", "inception_v3", "resnet152"],
                           "ours_params_m": [float("nan")] * 5, "ours_gflops": [float("nan")] * 5})
     tables = {**real, **{f"emulated_{k}": v for k, v in emu.items()}, "table1": audit}
-    p = {"workers": [1, 2], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge"}
+    p = paramtypes.partial("distributed", {"workers": [1, 2], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge",
+                                           "ps": 1})
     m = verdicts.measurements(tables, {"cores": 2, "workers_share_cores": True}, p, {})
     assert m["ring_vs_ps"].gate == V.not_measured("real runs: only the tiny smoke model; "
                                                   "emulated grid: ring and ps_sync not both in emulate_methods")
@@ -494,10 +501,10 @@ def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_
     for c in second:
         first = next(d for d in todo if (d["method"], d["workers"]) == (c["method"], 2))
         assert c["against"] == first["dilation"] and c["dilation"] == pytest.approx(2 * first["dilation"], abs=0.01)
-    assert de.check_plan(dict(p, dilation_check=0.0), todo) == []
+    assert de.check_plan(p.replace(dilation_check=0.0), todo) == []
     # a factor below 1 needs more CPU than the cores have: refused with the number, as any dilation
     with pytest.raises(hardware.ClusterError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
-        de.check_plan(dict(p, dilation_check=0.1), todo, cores=2)
+        de.check_plan(p.replace(dilation_check=0.1), todo, cores=2)
     # the images/sec of the second dilation against the grid's mean at the first, within 5 %
     tp = pd.DataFrame([{"model": "vgg16", "method": m, "workers": 2, "total_images_per_sec": 60.0}
                        for m in ("horovod", "ps_sync")])

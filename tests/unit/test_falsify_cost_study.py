@@ -6,12 +6,13 @@ import falsify
 import pandas as pd
 import pytest
 
-from repro.core import paper
+from repro.core import paper, paramtypes
 from repro.experiments.cost_study import verdicts
 
 EXPERIMENT = "cost_study"
 
-PARAMS = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16], "repetitions": 3}
+PARAMS = paramtypes.partial("cost_study", {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16],
+                                           "repetitions": 3})
 K80 = {"gpu": {"gpus": 1, "model": "Tesla K80", "reason": "1 GPU(s) visible"},
        "docker": {"inside_docker": False, "docker_engine": False, "reason": "no docker client"}}
 

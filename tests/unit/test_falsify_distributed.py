@@ -6,11 +6,12 @@ import falsify
 import pandas as pd
 import pytest
 
+from repro.core import paramtypes
 from repro.experiments.distributed import arithmetic, verdicts
 from repro.experiments.distributed.common import FAULT_COLUMNS
 
 EXPERIMENT = "distributed"
-P = {"workers": [1, 2], "threads_per_worker": 1}
+P = paramtypes.partial(EXPERIMENT, {"workers": [1, 2], "threads_per_worker": 1, "emulate": None})
 SUMMARY = {"cores": 16, "workers_share_cores": False}  # a core per worker: the scaling findings are testable
 BASE = {"resnet50": 100.0, "vgg16": 50.0}  # one worker's images/s
 

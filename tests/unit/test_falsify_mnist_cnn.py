@@ -4,11 +4,12 @@ on the Keras example's protocol (full MNIST, 12 epochs, Adadelta), at the exampl
 import falsify
 import pytest
 
+from repro.core import paramtypes
 from repro.experiments.mnist_cnn import experiment as mnist_cnn
 
 EXPERIMENT = "mnist_cnn"
 
-PROTOCOL = ({"epochs": 12}, {"name": "mnist", "n_train": 60000}, "Adadelta")
+PROTOCOL = (paramtypes.partial(EXPERIMENT, {"epochs": 12}), {"name": "mnist", "n_train": 60000}, "Adadelta")
 
 
 def _judge(acc: float):
@@ -26,7 +27,8 @@ def test_flips(cid):
 
 def test_a_deviating_protocol_is_gated_whatever_the_accuracy():
     for acc in (0.9921, 0.9700):
-        m = mnist_cnn.accuracy({"final_test_accuracy": acc}, {"epochs": 12}, {"name": "mnist", "n_train": 60000})
+        m = mnist_cnn.accuracy({"final_test_accuracy": acc}, paramtypes.partial(EXPERIMENT, {"epochs": 12}),
+                               {"name": "mnist", "n_train": 60000})
         assert m.gate.category.value == "not comparable" and "optimizer Adam" in m.gate.detail
 
 

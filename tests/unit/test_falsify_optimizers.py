@@ -5,13 +5,14 @@ import falsify
 import pandas as pd
 import pytest
 
+from repro.core import paramtypes
 from repro.experiments.optimizers import verdicts
 from repro.experiments.optimizers.common import OPTIMIZERS
 
 EXPERIMENT = "optimizers"
 
 CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-PAPER_P = {"epochs": 150, "optimizers": list(OPTIMIZERS), "seeds": [0, 1]}
+PAPER_P = paramtypes.partial(EXPERIMENT, {"epochs": 150, "optimizers": list(OPTIMIZERS), "seeds": [0, 1]})
 # the paper's table: ~30, ~40, ~25, ~80, ~40 %; Adam best, Nadam almost the same
 PAPER_ACCS = {"sgd": 0.30, "momentum": 0.40, "nesterov": 0.25, "rmsprop": 0.80, "adagrad": 0.40,
               "adam": 0.85, "nadam": 0.84}
@@ -53,5 +54,5 @@ def test_flips(cid):
 
 def test_a_stand_in_run_is_never_decisive():
     standin = {"name": "fashion_mnist_rgb32", "n_train": 8000, "stand_in_for": "cifar10"}
-    measured = verdicts.measurements(_summary(PAPER_ACCS), dict(PAPER_P, epochs=4), standin)
+    measured = verdicts.measurements(_summary(PAPER_ACCS), PAPER_P.replace(epochs=4), standin)
     assert {m.gate.category.value for m in measured.values()} == {"not comparable"}

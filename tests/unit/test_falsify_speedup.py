@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import claims
+from repro.core import claims, paramtypes
 from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import rounding, statements
 
@@ -36,7 +36,8 @@ def _grid(t_comm: tuple = ()) -> pd.DataFrame:
 
 def _predicted(cid: str, t_comm: dict):
     grid = _grid(tuple(sorted(t_comm.items())))
-    return statements.measurements({"predictions": grid}, {"measure": False, "networks": list(eq.NETWORKS)})[cid]
+    params = paramtypes.partial(EXPERIMENT, {"measure": False, "networks": list(eq.NETWORKS), "emulate": None})
+    return statements.measurements({"predictions": grid}, params)[cid]
 
 
 def _equations(cid: str, net: str, holds: float | None, fails: float | None):
@@ -116,7 +117,7 @@ def _emulated(cid: str, cmp: pd.DataFrame, replay: pd.DataFrame | None = None):
     tables = {"predictions": _grid(), "emulated_vs_predicted": cmp, "emulated_runs": runs, "dilation_check": again}
     if replay is not None:
         tables["emulated_replay"] = replay
-    params = {"measure": False, "networks": list(eq.NETWORKS), "emulate": PROFILE}
+    params = paramtypes.partial(EXPERIMENT, {"measure": False, "networks": list(eq.NETWORKS), "emulate": PROFILE})
     return statements.measurements(tables, params)[cid]
 
 

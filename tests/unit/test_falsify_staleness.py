@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import claims, harness, results
+from repro.core import claims, harness, paramtypes, results
 from repro.experiments.staleness import experiment as st
 from repro.experiments.staleness import verdicts as judge
 
@@ -122,9 +122,10 @@ def _emulation_staleness(tau: int, variants=("none", "scaling", "scaling+soft_sy
 def _hand_made_result(pipeline_check: bool, thread_means=(1.0,)) -> harness.Result:
     """A tiny written run: N 1/2, k 1/10/16/20/64; Adam state; tau 0/8 fixed; every mitigation and its lr control
     at tau 8 (bounded charged for its waiting); threads N = 2, five runs; 4 epochs of history."""
-    params = {"seeds": [0, 1], "workers": [1, 2], "batch_size": 32, "acceptable_drop": 0.02, "epochs": 4,
-              "state_optimizer": "adam", "state_workers": 2, "mitigation_tau_dist": "geometric",
-              "pipeline_check": pipeline_check}
+    params = paramtypes.partial(EXPERIMENT, {
+        "seeds": [0, 1], "workers": [1, 2], "batch_size": 32, "acceptable_drop": 0.02, "epochs": 4,
+        "state_optimizer": "adam", "state_workers": 2, "mitigation_tau_dist": "geometric",
+        "pipeline_check": pipeline_check})
     ps = pd.DataFrame({"workers": [1, 2, 2, 2, 2, 2], "period": [1, 1, 10, 16, 20, 64],
                        "acc_mean": [0.85, 0.80, 0.79, 0.79, 0.785, 0.70], "acc_sd": [0.005] * 6,
                        "rounds": [0, 100, 10, 7, 5, 2], "comm_mb": [0.0, 5.0, 0.5, 0.35, 0.25, 0.1],

@@ -3,14 +3,14 @@
 
 import pytest
 
-from repro.core import paper
+from repro.core import paper, paramtypes
 from repro.experiments.mnist_cnn import experiment as mnist_cnn
 
 
 def test_verdict_logic_on_hand_made_inputs():
     summary = {"final_test_accuracy": 0.9910}
     ds_full = {"name": "mnist", "n_train": 60000}
-    p12 = {"epochs": 12}
+    p12 = paramtypes.partial(mnist_cnn.NAME, {"epochs": 12})
     table = mnist_cnn.compare_with_paper(summary, p12, ds_full, optimizer="Adadelta", runs=2)
     assert table.loc[0, "verdict"] == "reproduced"  # 0.15 points below 99.25 %, within 0.5
     low = mnist_cnn.compare_with_paper({"final_test_accuracy": 0.980}, p12, ds_full, optimizer="Adadelta", runs=2)
@@ -21,7 +21,7 @@ def test_verdict_logic_on_hand_made_inputs():
     # what we train with: Adam, a declared deviation from the reference's Adadelta, so never comparable
     adam = mnist_cnn.compare_with_paper(summary, p12, ds_full)
     assert adam.loc[0, "verdict"] == "not comparable (optimizer Adam, the Keras example's is Adadelta)"
-    cheap = mnist_cnn.compare_with_paper(summary, {"epochs": 2}, {"name": "mnist_subset", "n_train": 4000})
+    cheap = mnist_cnn.compare_with_paper(summary, paramtypes.partial(mnist_cnn.NAME, {"epochs": 2}), {"name": "mnist_subset", "n_train": 4000})
     assert cheap.loc[0, "verdict"] == (
         "not comparable (dataset mnist_subset, not full MNIST; 4,000 training images, not 60,000; 2 epochs, not 12; "
         "optimizer Adam, the Keras example's is Adadelta)")
@@ -40,7 +40,7 @@ def test_the_accuracy_row_cites_the_keras_example():
 
     claim = claims.load(mnist_cnn.NAME)["accuracy_12ep"]
     assert claim.paper == "keras_mnist_cnn" and claim.reference() == pytest.approx(0.9925)
-    m = mnist_cnn.accuracy({"final_test_accuracy": 0.9910}, {"epochs": 12}, {"name": "mnist", "n_train": 60000},
+    m = mnist_cnn.accuracy({"final_test_accuracy": 0.9910}, paramtypes.partial(mnist_cnn.NAME, {"epochs": 12}), {"name": "mnist", "n_train": 60000},
                            optimizer="Adadelta", runs=2)
     row = claims.row(claim, m)
     assert (row["paper"], row["category"], row["basis"], row["runs"]) == ("keras_mnist_cnn", "reproduced", "measured", 2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from repro.core import claims, paper
+from repro.core import claims, paper, paramtypes
 from repro.core import verdicts as V
 from repro.core.claims import Claim, ClaimsError, Measured
 from repro.core.verdicts import Category, VerdictError
@@ -89,7 +89,8 @@ def test_a_row_on_basis_none_has_no_runs_whatever_ours_says():
 
 # ---------------------------------------------------------------------------------------------- cost_study
 
-P = {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16], "repetitions": 3}
+P = paramtypes.partial("cost_study", {"reference_provider": "google_cloud_2017", "extrapolate_cores": [16],
+                                     "repetitions": 3})
 K80 = {"gpu": {"gpus": 1, "model": "Tesla K80", "reason": "1 GPU(s) visible"},
        "docker": {"inside_docker": False, "docker_engine": False, "reason": "no docker client"}}
 H100 = {**K80, "gpu": {**K80["gpu"], "model": "NVIDIA H100 80GB HBM3"}}
@@ -291,7 +292,8 @@ def test_gpu_dearer_so_cpu_optimal_states_the_papers_numbers_and_why():
 # ---------------------------------------------------------------------------------------------- optimizers
 
 CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-PAPER_P = {"epochs": 150, "optimizers": list(OPTIMIZERS), "seeds": [0, 1]}
+# no matmul_precision: it reads as its legacy null (a run from before the parameter)
+PAPER_P = paramtypes.partial("optimizers", {"epochs": 150, "optimizers": list(OPTIMIZERS), "seeds": [0, 1]})
 PAPER_ACCS = {"sgd": 0.30, "momentum": 0.40, "nesterov": 0.25, "rmsprop": 0.80, "adagrad": 0.40,
               "adam": 0.85, "nadam": 0.84}
 
@@ -315,17 +317,17 @@ def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
 
 def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
     cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-    assert opt.comparable({**PAPER_P, "matmul_precision": "float32"}, cifar) == (True, "")
+    assert opt.comparable(PAPER_P.replace(matmul_precision="float32"), cifar) == (True, "")
     assert opt.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
-    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar) == (False, "TF32 products, not float32")
+    assert opt.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar) == (False, "TF32 products, not float32")
     # the device record decides where there is one: what the run computed in, not what it asked for
     tf32 = {"device": "GPU", "backend": "jax", "matmul_precision": {"effective": "TF32 products, float32 sums"}}
     f32 = {**tf32, "matmul_precision": {"effective": "float32"}}
-    assert opt.comparable({**PAPER_P, "matmul_precision": "float32"}, cifar, tf32) == \
+    assert opt.comparable(PAPER_P.replace(matmul_precision="float32"), cifar, tf32) == \
         (False, "TF32 products, not float32")
-    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar, f32) == (True, "")
+    assert opt.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, f32) == (True, "")
     cpu = {"device": "CPU", "backend": "jax"}
-    assert opt.comparable({**PAPER_P, "matmul_precision": "tf32"}, cifar, cpu) == (True, "")
+    assert opt.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, cpu) == (True, "")
     # a GPU run under JAX from before the parameter (the published H100 run): JAX's default there is TF32
     old_gpu = {"device": "GPU", "backend": "jax", "gpus_visible": 1}
     assert opt.comparable(PAPER_P, cifar, old_gpu) == (False, "matmul precision not recorded (JAX's default on "

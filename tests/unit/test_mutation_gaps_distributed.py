@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from repro.core import claims
+from repro.core import claims, paramtypes
 from repro.core import verdicts as V
 from repro.experiments.distributed import arithmetic, modelbasis
 from repro.experiments.distributed import verdicts as v
@@ -153,9 +153,10 @@ def test_an_emulated_ratio_is_read_at_the_largest_worker_count():
 # ---------------------------------------------------------------- the real runs' ledger (measurements)
 
 
-P = {"workers": [1, 2, 4], "threads_per_worker": 1}
+P = paramtypes.partial(NAME, {"workers": [1, 2, 4], "threads_per_worker": 1, "emulate": None})
 SUMMARY = {"cores": 16, "workers_share_cores": False}
 K80 = {"resnet50": 25_557_032, "vgg16": 138_357_544}
+EMULATED = paramtypes.partial(NAME, {"emulate": "k80-p2.16xlarge", "ps": 1})  # the old default ps 1
 
 
 def _tables(rows, **extra) -> dict:
@@ -176,7 +177,7 @@ def _emulated_tp(ps: int = 1, methods=("horovod", "ps_sync")) -> pd.DataFrame:
 
 def test_one_worker_count_in_the_profile_decides_no_scaling():
     rows = [("ring", *r[1:]) for r in HVD if r[2] == 2] + [r for r in PS if r[2] == 2]  # one count: the MWMS ring
-    out = v.measurements(_tables(rows), SUMMARY, {"workers": [2], "threads_per_worker": 1}, {})
+    out = v.measurements(_tables(rows), SUMMARY, P.replace(workers=[2]), {})
     assert out["vgg_worst"].gate.category is NM and out["ps_efficiency"].gate.category is NM
 
 
@@ -192,7 +193,7 @@ def test_a_profile_without_real_runs_or_horovod_has_nothing_of_ours():
 
 
 def test_the_emulated_grid_decides_what_it_measured_and_the_real_runs_keep_the_rest():
-    p = {**P, "emulate": "k80-p2.16xlarge"}
+    p = P.replace(emulate="k80-p2.16xlarge", ps=1)
     out = v.measurements(_tables(HVD + PS, emulated_throughput=_emulated_tp()), SUMMARY, p, {})
     assert out["vgg_worst"].basis == "emulated" and out["vgg_worst"].evidence == "distributed-emulated-throughput"
     # neither grid ran the MWMS ring: the real runs' reason stands, not the tiny-model one
@@ -214,7 +215,7 @@ def test_the_bandwidth_sweep_reaches_the_ledger():
 def test_each_emulated_finding_has_the_model_beside_it_at_its_own_ps(ps):
     from repro.cluster import hardware
 
-    p = {"emulate": "k80-p2.16xlarge", **({"ps": ps} if ps else {})}
+    p = paramtypes.partial(NAME, {"emulate": "k80-p2.16xlarge", "ps": ps or 1})
     tp = _emulated_tp(ps or 1)
     tables = {"emulated_throughput": tp}
     out = v.emulated(tables, p)
@@ -238,7 +239,7 @@ def test_an_emulated_verdict_the_model_does_not_give_says_so():
     tp = _emulated_tp()
     at4 = (tp["method"] == "horovod") & (tp["model"] == "vgg16") & (tp["workers"] == 4)
     tp.loc[at4, "total_images_per_sec"] = tp.loc[at4, "total_images_per_sec"] * 1.4  # VGG16 now scales best
-    m = v.emulated({"emulated_throughput": tp}, {"emulate": "k80-p2.16xlarge"})["vgg_worst"]
+    m = v.emulated({"emulated_throughput": tp}, EMULATED)["vgg_worst"]
     assert m.holds is False and m.note.endswith("; the model alone does not give this verdict")
 
 
@@ -265,14 +266,14 @@ def _model_fields(m: claims.Measured) -> tuple:
     return m.ours, m.holds, m.value, m.basis, m.runs, m.note, str(m.gate), m.evidence
 
 
-def _expected(tables: dict, p: dict, ps: int) -> dict:
+def _expected(tables: dict, p, ps: int) -> dict:
     tp, val = tables["emulated_throughput"], modelbasis.validation(tables, p)
     pred, old = modelbasis.paper_scale(tp, ps, real=True), modelbasis.paper_scale(tp, ps)
     return {cid: _model_fields(v.model_finding(cid, pred, val, old=old)) for cid in v.MODEL_FINDINGS}
 
 
 def test_model_rows_judge_the_real_topology_validated_on_the_emulated_grid():
-    tables, p = {"emulated_throughput": _emulated_tp()}, {"emulate": "k80-p2.16xlarge"}
+    tables, p = {"emulated_throughput": _emulated_tp()}, EMULATED
     got = {cid: _model_fields(m) for cid, m in v.model_findings(tables, p).items()}
     assert got == _expected(tables, p, 1)
     assert got["model_ring_scaling"][0].endswith("[model of k80-p2.16xlarge-hosts]")
@@ -286,7 +287,7 @@ def test_model_rows_show_the_emulated_profiles_model_at_the_runs_ps(ps, monkeypa
     from repro.cluster import measured
 
     monkeypatch.setattr(measured, "method_errors", lambda *_: EXTERNAL.assign(worst_pp=[4.0, 4.0]))
-    p = {"emulate": "k80-p2.16xlarge", **({"ps": ps} if ps else {})}
+    p = paramtypes.partial(NAME, {"emulate": "k80-p2.16xlarge", "ps": ps or 1})
     tables = {"emulated_throughput": _emulated_tp(ps or 1)}
     got = {cid: _model_fields(m) for cid, m in v.model_findings(tables, p).items()}
     assert got == _expected(tables, p, ps or 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core import claims
+from repro.core import claims, paramtypes
 from repro.experiments.staleness import verdicts as v
 
 RUNS = 3
@@ -65,7 +65,8 @@ def test_state_traffic_is_shown_in_megabytes_of_a_million_bytes():
     summary = {"equivalence": {"workers": 2, "rounds": 5, "global_batch": 64, "max_abs_weight_difference": 1e-8},
                "state_optimizer_state_bytes": 600_000_000, "weight_bytes": 600_000_000}  # a 600 MB model, momentum
     out = v._averaging({"period_summary": ps, "averaging_final": final}, summary,
-                       {"state_optimizer": "momentum", "workers": [1], "batch_size": 32}, RUNS)
+                       paramtypes.partial(v.NAME, {"state_optimizer": "momentum", "workers": [1], "batch_size": 32}),
+                       RUNS)
     st = out["state_adds_traffic"]
     assert st.ours == ("momentum state is 1x the weights: a round moves 1200.000 MB instead of 600.000 MB "
                        "per worker")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core import claims, harness, results
+from repro.core import claims, harness, paramtypes, results
 from repro.experiments.staleness import verdicts as v
 from repro.experiments.staleness.study import EQUIVALENCE_STEPS
 
@@ -34,7 +34,8 @@ def test_spread_rule_counts_a_missing_sd_as_zero_and_is_strict():
 
 
 def test_equivalence_rebuilt_from_the_parameters_and_its_inclusive_threshold():
-    eq = v.equivalence({"equivalence_max_abs_difference": 2e-7}, {"workers": [1, 2], "batch_size": 32})
+    eq = v.equivalence({"equivalence_max_abs_difference": 2e-7},
+                       paramtypes.partial(v.NAME, {"workers": [1, 2], "batch_size": 32}))
     assert eq == {"workers": 2, "rounds": EQUIVALENCE_STEPS, "global_batch": 64, "max_abs_weight_difference": 2e-7}
     at_tol = v.equivalence_measure({**eq, "max_abs_weight_difference": 1e-5})  # at most 1e-5: holds
     assert at_tol.holds is True and at_tol.note == v.IDENTITY
@@ -55,7 +56,8 @@ def _averaging(ps, final, summary=None):
                                           "max_abs_weight_difference": 1e-8},
                           "state_optimizer_state_bytes": 4000, "weight_bytes": 4000}
     return v._averaging({"period_summary": ps, "averaging_final": final}, summary,
-                        {"state_optimizer": "momentum", "workers": [1, 2], "batch_size": 32}, RUNS)
+                        paramtypes.partial(v.NAME, {"state_optimizer": "momentum", "workers": [1, 2],
+                                                    "batch_size": 32}), RUNS)
 
 
 def test_round_per_minibatch_with_two_workers_and_k1_only():
@@ -389,7 +391,7 @@ def test_combined_best_must_clearly_beat_its_learning_rate_control():
 
 
 def test_mitigation_rows_without_a_run_at_tau_above_0():
-    p = {"mitigation_tau_dist": "geometric"}
+    p = paramtypes.partial(v.NAME, {"mitigation_tau_dist": "geometric"})
     for ms in (_best({}), _best({0: GOOD})):
         out = v._mitigations({"mitigation_summary": ms}, p, RUNS)
         for cid, m in out.items():
@@ -405,7 +407,7 @@ def test_mitigation_rows_without_a_run_at_tau_above_0():
 # ---------------------------------------------------------------------------------------------
 
 def test_state_accuracy_gain_per_period():
-    p = {"state_optimizer": "adam", "state_workers": 2}
+    p = paramtypes.partial(v.NAME, {"state_optimizer": "adam", "state_workers": 2})
     ss = pd.DataFrame({"period": [16, 16, 64, 64], "state_mode": ["weights", "weights+state"] * 2,
                        "acc_mean": [0.70, 0.75, 0.70, 0.69]})
     m = v.state_measure(ss, p, RUNS)
@@ -461,7 +463,7 @@ def test_pipeline_check_gates_the_thread_row_by_its_reason_first():
     root = results.project_root()
     run = sorted(p for p in (root / "published" / "cpu" / "staleness").glob("*/") if (p / "ledger.csv").is_file())[-1]
     r = harness.load_result(run)
-    params = {**r.params, "pipeline_check": True}
+    params = r.params.replace(pipeline_check=True)
     tables = dict(r.tables, thread_staleness=r.tables["thread_staleness"].assign(runs=1, run_mean_sd=NAN))
     cheap = v.cheap_reason(params, r.provenance)
     out = v.measurements(tables, r.summary, params, r.provenance)

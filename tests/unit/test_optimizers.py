@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core import claims, harness, params
+from repro.core import claims, harness, params, paramtypes
 from repro.core.params import ParameterError
 from repro.experiments.optimizers import experiment as optimizers
 from repro.ml import optim
@@ -31,7 +31,7 @@ def test_the_seven_are_keras_classes_with_the_shared_hyperparameters():
 
 
 def test_network_follows_figure_1():
-    p = params.resolve("optimizers", "smoke")
+    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke"))
     model = optimizers.build_model(p, (32, 32, 3), 10, "adam", 1e-3, seed=0)
     kinds = [type(layer).__name__ for layer in model.layers]
     assert kinds == ["Conv2D", "MaxPooling2D"] * 3 + ["Flatten", "Dense", "Dropout", "Dense"]
@@ -62,12 +62,12 @@ def test_fused_trainer_off_jax_is_one_line_before_any_data():
     from repro.experiments.optimizers import measure
     from repro.ml import training
 
-    p = params.resolve("optimizers", "smoke", {"trainer": "fused"})
+    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke", {"trainer": "fused"}))
     if training.backend() == "jax":
         pytest.skip("this session runs Keras on JAX, where the fused trainer is allowed")
     with pytest.raises(ParameterError, match=r"^parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only"):
         optimizers.EXPERIMENT.prepare(p)
-    measure.check_trainer(params.resolve("optimizers", "smoke"))  # fit: any backend
+    measure.check_trainer(paramtypes.typed("optimizers", params.resolve("optimizers", "smoke")))  # fit: any backend
 
 
 def _summary(accs: dict, variant="shared", seeds=2):
@@ -77,7 +77,7 @@ def _summary(accs: dict, variant="shared", seeds=2):
 
 
 CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-PAPER_P = {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS), "seeds": [0, 1]}
+PAPER_P = paramtypes.partial("optimizers", {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS), "seeds": [0, 1]})
 ACCS = {"adam": 0.82, "nadam": 0.81, "rmsprop": 0.78, "adagrad": 0.52, "momentum": 0.40, "sgd": 0.30, "nesterov": 0.20}
 
 
@@ -94,7 +94,7 @@ def test_verdicts_on_hand_made_inputs():
     assert t2["Adam"] == "differs (the claim does not hold for our numbers)"
     assert t2["Nadam"] == "differs (0.11 outside [0, 0.02])"
     standin = {"name": "fashion_mnist_rgb32", "n_train": 8000, "stand_in_for": "cifar10"}
-    t3 = optimizers.compare_with_paper(_summary(ACCS), dict(PAPER_P, epochs=4), standin)["verdict"]
+    t3 = optimizers.compare_with_paper(_summary(ACCS), PAPER_P.replace(epochs=4), standin)["verdict"]
     assert (t3 == "not comparable (fashion_mnist_rgb32 stands in for cifar10; 8,000 training images, not 50,000; "
                   "4 epochs, not 150)").all()
     one_seed = optimizers.compare_with_paper(_summary(ACCS, seeds=1), PAPER_P, CIFAR).set_index("optimizer")["verdict"]
@@ -114,8 +114,7 @@ def test_paper_vs_ours_and_ledger_cannot_disagree():
 
 def test_judge_gives_every_claim_a_measurement_on_a_partial_run(tmp_path):
     summary = _summary({"sgd": 0.3, "adam": 0.6})
-    params = dict(PAPER_P, optimizers=["sgd", "adam"])
-    result = harness.Result(tmp_path, params, {"datasets": [CIFAR]}, {"summary": summary})
+    result = harness.Result(tmp_path, PAPER_P.replace(optimizers=["sgd", "adam"]), {"datasets": [CIFAR]}, {"summary": summary})
     measured = optimizers.EXPERIMENT.judge(result)
     assert set(measured) == set(claims.load(optimizers.NAME))
     led = claims.ledger(optimizers.NAME, measured).set_index("claim")

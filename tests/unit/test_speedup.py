@@ -9,7 +9,7 @@ import pytest
 
 from repro import cli
 from repro.core import claims as claims_mod
-from repro.core import harness, paper
+from repro.core import harness, paper, paramtypes
 from repro.core import verdicts as V
 from repro.core.harness import Result
 from repro.core.params import ParameterError
@@ -295,7 +295,7 @@ def test_best_config_counts_ties():
 
 
 THESIS_LIMITS = {"VGG16E": 4, "GoogLeNet": 8, "SqueezeNet": 8, "Resnet34": 8}
-PREDICT_ONLY = {"measure": False, "networks": list(eq.NETWORKS)}
+PREDICT_ONLY = paramtypes.partial(speedup.NAME, {"measure": False, "networks": list(eq.NETWORKS), "emulate": None})
 
 
 def test_thesis_claims_on_the_thesis_predictions():
@@ -339,7 +339,8 @@ def test_thesis_claims_on_the_thesis_predictions():
 
 def test_networks_left_out_are_not_measured():
     grid = eq.predict_grid(eq.table_6_1(["SqueezeNet"]), 128, 8)
-    m = statements.measurements({"predictions": grid}, {"measure": False, "networks": ["SqueezeNet"]})
+    p = paramtypes.partial(speedup.NAME, {"measure": False, "networks": ["SqueezeNet"], "emulate": None})
+    m = statements.measurements({"predictions": grid}, p)
     assert m["vgg16e_below_one"].gate == V.not_measured("VGG16E is not in this run's networks")
     assert m["squeezenet_above_one"].holds is True
     assert len(claims_mod.ledger(speedup.NAME, m)) == len(claims_mod.load(speedup.NAME))
@@ -354,7 +355,7 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
         ("A", "async", "distributed", 1, 0.5, 0.9, 0.9, -0.30, 0.00),  # 2x slower at N = 1: not "slightly"
         ("A", "async", "distributed", 2, 1.5, 1.8, 1.4, 0.50, -0.06),
     ])
-    result = Result(Path("."), {**PREDICT_ONLY, "measure": True}, {"experiment": "speedup"},
+    result = Result(Path("."), PREDICT_ONLY.replace(measure=True), {"experiment": "speedup"},
                     {"predictions": grid, "measured_vs_predicted": cmp})
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
     assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 33
@@ -562,17 +563,18 @@ def test_the_replay_reruns_the_reported_cluster_at_the_thesis_d_and_alone_decide
     calls = []
 
     def fake_runs(q, base, emu, plan, tag):
-        calls.append((q["measure_batches"], q["measure_modes"], plan, tag))
+        calls.append((q.measure.batches, q.measure.modes, plan, tag))
         seconds = 128 * 0.758 / (6.5 + 0.01 * len(calls))
         return pd.DataFrame([{"network": "SqueezeNet", "mode": "sync-join", "server": "distributed", "workers": 8,
                               "semaphore": False, "seconds": seconds}])
 
     monkeypatch.setattr(emulation.sm, "runs", fake_runs)
-    p = {"emulate_workers": [1, 2, 4, 8], "replay_networks": ["SqueezeNet"], "replay_modes": ["sync-join"],
-         "replay_batches": 128, "replay_repeats": 5}
+    p = paramtypes.partial(speedup.NAME, {"emulate_workers": [1, 2, 4, 8], "replay_networks": ["SqueezeNet"],
+                                          "replay_modes": ["sync-join"], "replay_batches": 128, "replay_repeats": 5})
     emu = emulation.Emulation(profile=emulation.hardware.load("gtx970-1gbit"), cores=2)
     todo = [{"server": "distributed", "workers": 8, "networks": ["SqueezeNet"], "dilation": 4.67}]
-    rep = emulation.replay(p, emu, {"measure_batches": 8, "measure_modes": ["async"]}, Path("."), todo)
+    q = paramtypes.partial(speedup.NAME, {"measure_batches": 8, "measure_modes": ["async"]})
+    rep = emulation.replay(p, emu, q, Path("."), todo)
     assert [c[3] for c in calls] == [f"replay{i}" for i in range(1, 6)]
     assert all(c[0] == 128 and c[1] == ["sync-join"] and c[2][0]["dilation"] == 4.67 for c in calls)
     assert rep["speedup"].round(3).tolist() == [6.51, 6.52, 6.53, 6.54, 6.55]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from repro.core import paramtypes
 from repro.core.params import ParameterError
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness import experiment as st
@@ -132,8 +133,9 @@ def test_thread_runs_run_once_per_n_and_seed_and_count_the_runs(monkeypatch):
                              "apply_version": stale, "staleness": stale})
 
     monkeypatch.setattr(study, "threaded_async_run", fake)
-    m = study.Models({"seeds": [7], "thread_seeds": [0, 1], "thread_workers": [2, 4], "thread_updates": 3, "batch_size": 2,
-                      "async_learning_rate": 0.1}, types.SimpleNamespace(x_train=None, y_train=None))
+    p = paramtypes.partial("staleness", {"seeds": [7], "thread_seeds": [0, 1], "thread_workers": [2, 4],
+                                         "thread_updates": 3, "batch_size": 2, "async_learning_rate": 0.1})
+    m = study.Models(p, types.SimpleNamespace(x_train=None, y_train=None))
     log, summary, dist = study.thread_runs(m)
     assert len(log) == (2 + 4) * 3 * 2 and set(log["seed"]) == {0, 1}
     assert summary["runs"].tolist() == [2, 2] and summary["mean"].tolist() == pytest.approx([1.0, 1.0])

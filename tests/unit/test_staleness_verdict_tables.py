@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro.core import paramtypes
 from repro.experiments.staleness import verdicts as v
 
 PS = pd.DataFrame([(1, 1, 100, 0.10), (2, 1, 50, 0.10), (2, 40, 2, 0.004),
@@ -16,7 +17,7 @@ FINAL = pd.DataFrame([("state", 4, 1, 999), ("grid", 2, 1, 50), ("grid", 4, 10, 
                      columns=["part", "workers", "period", "local_steps"])
 SUMMARY = {"equivalence": {"workers": 4, "rounds": 5, "global_batch": 128, "max_abs_weight_difference": 1e-7},
            "state_optimizer_state_bytes": 8_000_000, "weight_bytes": 4_000_000}
-P = {"state_optimizer": "adam", "workers": [1, 2, 4], "batch_size": 32}
+P = paramtypes.partial(v.NAME, {"state_optimizer": "adam", "workers": [1, 2, 4], "batch_size": 32})
 
 
 def _averaging(ps=PS, final=FINAL, summary=SUMMARY):

@@ -56,8 +56,8 @@ class Toy(harness.Experiment):
         return None
 
     def measure(self, run, p, inputs):
-        rows = [{"seed": s, "heads": float(np.random.default_rng(s).integers(0, 2, p["flips"]).mean())}
-                for s in p["seeds"]]
+        rows = [{"seed": s, "heads": float(np.random.default_rng(s).integers(0, 2, p.flips).mean())}
+                for s in p.seeds]
         return harness.Output({"flips": pd.DataFrame(rows)}, {"mean_heads": float(np.mean([r["heads"] for r in rows]))})
 
     def judge(self, result):

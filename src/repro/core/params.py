@@ -2,7 +2,10 @@
 
 Every experiment folder ``repro/experiments/<name>/`` has a ``profile.yaml`` that holds, as data:
 
-* ``parameters``: the schema (type, allowed range or choices, help text);
+* ``parameters``: the schema (type, allowed range or choices, help text; ``legacy``: the value a stored run
+  made before the parameter existed ran with);
+* ``groups`` (optional): parameters ``<group>_<field>`` read as ``p.<group>.<field>`` in the typed parameters
+  (:mod:`repro.core.paramtypes`);
 * ``defaults``: every parameter's value unless a profile changes it;
 * ``profiles``: named profiles (``smoke`` for CI, ``cpu`` for a 2-core machine, ``paper`` for the
   paper's protocol on a GPU server), each with what it roughly costs and, under ``values``, only
