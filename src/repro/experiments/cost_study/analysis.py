@@ -306,7 +306,7 @@ def analyse(runs: pd.DataFrame, epochs: pd.DataFrame, p: CostStudyParams, prices
     fits = {net: fit_amdahl(g["cores"], g["t_learn_s"]) for net, g in cpu.groupby("network", sort=True)}
     scaling = scaling_table(runs, fits, p.extrapolate_cores)
     costs = cost_table(runs, scaling, prices, gpu_model)
-    targets = {"mnist_cnn": p.mnist_target_accuracy, "cifar10_cnn": p.cifar_target_accuracy}
+    targets = {"mnist_cnn": p.mnist.target_accuracy, "cifar10_cnn": p.cifar.target_accuracy}
     tables = {"timing": timing, "scaling": scaling, "costs": costs, "optimal": optimal_table(costs),
               "step_sensitivity": step_sensitivity(costs, p.reference_provider, p.billing_steps_s),
               "cost_to_accuracy": cost_to_accuracy(runs, epochs, prices, targets, gpu_model),

@@ -7,24 +7,36 @@ from typing import ClassVar, Literal
 from repro.core.paramtypes import Params
 
 
+class CostStudyMnist(Params):
+    """cost_study: the MNIST CNN's training (cloudcost2017: 12 epochs of 60,000 images) (the parameters mnist_*)."""
+
+    dataset: Literal['mnist', 'mnist_subset']
+    train_samples: int
+    test_samples: int
+    epochs: int
+    batch_size: int
+    target_accuracy: float
+
+
+class CostStudyCifar(Params):
+    """cost_study: the CIFAR-10 CNN's training (the parameters cifar_*)."""
+
+    dataset: Literal['cifar10', 'fashion_mnist_rgb32', 'mnist_subset_rgb32']
+    train_samples: int
+    test_samples: int
+    epochs: int
+    batch_size: int
+    target_accuracy: float
+
+
 class CostStudyParams(Params):
     """The parameters of cost_study (experiments/cost_study/profile.yaml)."""
 
     EXPERIMENT: ClassVar[str] = 'cost_study'
 
     networks: list[str]
-    mnist_dataset: Literal['mnist', 'mnist_subset']
-    mnist_train_samples: int
-    mnist_test_samples: int
-    mnist_epochs: int
-    mnist_batch_size: int
-    mnist_target_accuracy: float
-    cifar_dataset: Literal['cifar10', 'fashion_mnist_rgb32', 'mnist_subset_rgb32']
-    cifar_train_samples: int
-    cifar_test_samples: int
-    cifar_epochs: int
-    cifar_batch_size: int
-    cifar_target_accuracy: float
+    mnist: CostStudyMnist
+    cifar: CostStudyCifar
     learning_rate: float
     cores: list[int]
     gpu_sweep: bool

@@ -95,8 +95,6 @@ def plan(p: CostStudyParams, cores: list[int], n_gpus: int) -> list[dict]:
 
 def net_params(p: CostStudyParams, net: str) -> dict:
     """The parameters of one network (``mnist_*`` or ``cifar_*``) under neutral names."""
-    pre = "mnist" if net == "mnist_cnn" else "cifar"
-    q: dict = dict(p)  # keys built from the network's prefix: the schema cannot name them one by one here
-    return {"dataset": q[f"{pre}_dataset"], "n_train": q[f"{pre}_train_samples"], "n_test": q[f"{pre}_test_samples"],
-            "epochs": q[f"{pre}_epochs"], "batch_size": q[f"{pre}_batch_size"],
-            "target_accuracy": q[f"{pre}_target_accuracy"]}
+    g = p.mnist if net == "mnist_cnn" else p.cifar
+    return {"dataset": g.dataset, "n_train": g.train_samples, "n_test": g.test_samples, "epochs": g.epochs,
+            "batch_size": g.batch_size, "target_accuracy": g.target_accuracy}
