@@ -27,7 +27,7 @@ def test_the_generated_keys_and_types_follow_the_schema():
     assert "    seeds: list[int]\n" in src
     assert "    matmul_precision: Literal['float32', 'tf32'] | None\n" in src  # a stored run older than it: null
     dist = paramtypes.source(params.spec("distributed"))
-    assert "class DistributedEmulate(Params):" in dist and "    emulate: DistributedEmulate\n" in dist  # a group
+    assert "class DistributedEmulate(Group):" in dist and "    emulate: DistributedEmulate\n" in dist  # a group
     assert "    hardware: str | None\n" in dist  # `emulate` itself, nullable, the group's own field
     assert "\n    emulate_models" not in dist and "\n    models: list[str]\n" in dist
 
@@ -144,3 +144,27 @@ def test_no_module_reads_a_parameter_by_key():
     hits = [f"{f.relative_to(root)}:{n}" for f in sorted(root.rglob("*.py"))
             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == []
+
+
+def test_a_generated_file_that_fails_to_import_is_not_replaced_by_a_built_class(monkeypatch):
+    """Only a missing ``paramtypes.py`` (an experiment outside the package) gets a class built at run time; a
+    generated file that is there and breaks on import fails loudly."""
+    real = paramtypes.importlib.import_module
+
+    def broken(name, *args):
+        if name.endswith("mnist_cnn.paramtypes"):
+            raise ModuleNotFoundError("No module named 'somethingelse'", name="somethingelse")
+        return real(name, *args)
+
+    monkeypatch.setattr(paramtypes.importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError, match="somethingelse"):
+        paramtypes.params_class("mnist_cnn")
+
+    def missing(name, *args):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    monkeypatch.setattr(paramtypes.importlib, "import_module", missing)
+    built = paramtypes.params_class("distributed")
+    p = built.of(params.resolve("distributed", "smoke"))
+    assert p.emulate.models == params.resolve("distributed", "smoke")["emulate_models"]
+    assert built.__name__ == "DistributedParams" and issubclass(built, paramtypes.Params)

@@ -29,12 +29,17 @@ from typing_extensions import Self  # typing's from Python 3.11; pydantic depend
 from repro.core import params as _params
 
 
-class Params(BaseModel):
-    """An experiment's parameters (or one group of them): frozen, one attribute per parameter. Built from
-    flat, already validated values by :meth:`of`; :meth:`flat` gives them back as ``provenance.json`` keeps them."""
+class Group(BaseModel):
+    """One group of an experiment's parameters (``p.emulate``): frozen, one attribute per parameter."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
-    EXPERIMENT: ClassVar[str] = ""  # the experiment whose profile.yaml this is generated from ("" on a group)
+
+
+class Params(Group):
+    """An experiment's parameters: frozen, one attribute per parameter (or group). Built from flat, already
+    validated values by :meth:`of`; :meth:`flat` gives them back as ``provenance.json`` keeps them."""
+
+    EXPERIMENT: ClassVar[str] = ""  # the experiment whose profile.yaml this is generated from
 
     @classmethod
     def of(cls, flat: Mapping[str, Any], *, partial: bool = False) -> Self:
@@ -79,12 +84,14 @@ class Params(BaseModel):
 def params_class(experiment: str) -> type[Params]:
     """The generated class of ``experiment`` (``<package>/paramtypes.py``), or one built the same way where
     the folder has none (an experiment outside the package, as in the harness's tests)."""
-    spec = _params.spec(experiment)
+    name = _params.spec(experiment).module.rsplit(".", 1)[0] + ".paramtypes"
     try:
-        module = importlib.import_module(spec.module.rsplit(".", 1)[0] + ".paramtypes")
-        return getattr(module, class_name(experiment))
-    except (ImportError, AttributeError):
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name != name:  # the file is there and fails to import: not a missing file
+            raise
         return _built(experiment)
+    return getattr(module, class_name(experiment))
 
 
 def _built(experiment: str) -> type[Params]:
@@ -94,7 +101,7 @@ def _built(experiment: str) -> type[Params]:
     for group, field in spec.layout.values():
         (groups.setdefault(group, {}) if group else top)[field] = (Any, ...)
     for group, fields in groups.items():
-        top[group] = (create_model(f"{class_name(experiment)}_{group}", __base__=Params, **fields), ...)
+        top[group] = (create_model(f"{class_name(experiment)}_{group}", __base__=Group, **fields), ...)
     cls: type[Params] = create_model(class_name(experiment), __base__=Params, **top)
     cls.EXPERIMENT = experiment
     return cls
@@ -153,11 +160,11 @@ def source(spec: _params.ExperimentSpec) -> str:
     body = ""
     for group, lines in groups.items():
         what = spec.groups[group].help or f"{group}_*"
-        body += (f"class {class_name(spec.name)[:-6]}{class_name(group)[:-6]}(Params):\n"
+        body += (f"class {class_name(spec.name)[:-6]}{class_name(group)[:-6]}(Group):\n"
                  f'    """{spec.name}: {what} (the parameters {group}_*)."""\n\n' + "\n".join(lines) + "\n\n\n")
     names = "ClassVar, Literal" if "Literal[" in "".join(top) + body else "ClassVar"
     head = [HEADER, "from __future__ import annotations", "", f"from typing import {names}", "",
-            "from repro.core.paramtypes import Params", "", "", ""]
+            f"from repro.core.paramtypes import {'Group, Params' if groups else 'Params'}", "", "", ""]
     cls = [f"class {class_name(spec.name)}(Params):",
            f'    """The parameters of {spec.name} (experiments/{spec.name}/profile.yaml)."""', "",
            f"    EXPERIMENT: ClassVar[str] = {spec.name!r}", ""]

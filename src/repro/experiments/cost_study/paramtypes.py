@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from repro.core.paramtypes import Params
+from repro.core.paramtypes import Group, Params
 
 
-class CostStudyMnist(Params):
+class CostStudyMnist(Group):
     """cost_study: the MNIST CNN's training (cloudcost2017: 12 epochs of 60,000 images) (the parameters mnist_*)."""
 
     dataset: Literal['mnist', 'mnist_subset']
@@ -18,7 +18,7 @@ class CostStudyMnist(Params):
     target_accuracy: float
 
 
-class CostStudyCifar(Params):
+class CostStudyCifar(Group):
     """cost_study: the CIFAR-10 CNN's training (the parameters cifar_*)."""
 
     dataset: Literal['cifar10', 'fashion_mnist_rgb32', 'mnist_subset_rgb32']

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from repro.core.paramtypes import Params
+from repro.core.paramtypes import Group, Params
 
 
-class DistributedSweep(Params):
+class DistributedSweep(Group):
     """distributed: the bandwidth sweep on shaped links (the parameters sweep_*)."""
 
     bandwidths: list[str] | None
@@ -17,7 +17,7 @@ class DistributedSweep(Params):
     steps: int
 
 
-class DistributedEmulate(Params):
+class DistributedEmulate(Group):
     """distributed: the grid with emulated compute on emulated links (the parameters emulate_*)."""
 
     hardware: str | None
@@ -29,7 +29,7 @@ class DistributedEmulate(Params):
     repeats: int
 
 
-class DistributedDilationCheck(Params):
+class DistributedDilationCheck(Group):
     """distributed: the re-run at a larger time dilation (the parameters dilation_check_*)."""
 
     factor: float

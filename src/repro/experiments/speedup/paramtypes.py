@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from repro.core.paramtypes import Params
+from repro.core.paramtypes import Group, Params
 
 
-class SpeedupMeasure(Params):
+class SpeedupMeasure(Group):
     """speedup: the measured grid on a real local cluster (the parameters measure_*)."""
 
     enabled: bool
@@ -21,7 +21,7 @@ class SpeedupMeasure(Params):
     modes: list[str]
 
 
-class SpeedupEmulate(Params):
+class SpeedupEmulate(Group):
     """speedup: the grid with emulated compute on emulated links (the parameters emulate_*)."""
 
     hardware: str | None
@@ -34,7 +34,7 @@ class SpeedupEmulate(Params):
     validation: bool
 
 
-class SpeedupReplay(Params):
+class SpeedupReplay(Group):
     """speedup: the replay of one measured configuration, repeated (the parameters replay_*)."""
 
     networks: list[str]

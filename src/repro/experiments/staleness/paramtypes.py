@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from repro.core.paramtypes import Params
+from repro.core.paramtypes import Group, Params
 
 
-class StalenessAvg(Params):
+class StalenessAvg(Group):
     """staleness: parameter averaging (part 1) (the parameters avg_*)."""
 
     optimizer: Literal['sgd', 'momentum', 'adam']
     learning_rate: float
 
 
-class StalenessState(Params):
+class StalenessState(Group):
     """staleness: the optimizer state under averaging (the parameters state_*)."""
 
     optimizer: Literal['momentum', 'adam']
@@ -23,7 +23,7 @@ class StalenessState(Params):
     periods: list[int]
 
 
-class StalenessThread(Params):
+class StalenessThread(Group):
     """staleness: the threaded asynchronous-SGD check (the parameters thread_*)."""
 
     workers: list[int]
