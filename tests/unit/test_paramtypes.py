@@ -7,6 +7,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from repro.core import params, paramtypes
@@ -99,7 +100,7 @@ def test_typed_parameters_read_by_attribute_and_give_the_flat_names_back():
     assert p.flat() == flat and list(p.flat()) == list(flat)  # the wire format, in the profile's order
     with pytest.raises(AttributeError, match="emulate_models"):
         p.emulate_models  # noqa: B018 -- the flat name is not an attribute
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
         p.ps = 3  # type: ignore[misc]
 
 
