@@ -3,6 +3,7 @@
 #   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier)
 #   make test-unit   the fast tier alone (tests/unit, under a minute)
 #   make test-extras the tests that need an optional part (marker `extras`), alone
+#   make front-page  docs/front-page.png from the built published book (needs Chromium; see tools/front_page_png.py)
 #   make mutation    mutation testing of the verdict modules (mutmut; not in CI: tens of minutes here)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,7 +11,7 @@ PROFILE ?= smoke
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test test-unit test-extras mutation lint env run benchmark clean
+.PHONY: book test test-unit test-extras mutation lint env run benchmark clean front-page
 book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
@@ -45,6 +46,9 @@ $(STAMP): pyproject.toml tools/install_horovod.sh
 	tools/install_horovod.sh --optional $(BIN)/python
 	$(BIN)/python -m ipykernel install --sys-prefix --name repro --display-name "Python (repro)" >/dev/null
 	touch $(STAMP)
+
+front-page: $(STAMP)  # docs/front-page.png from the built published book (headless Chromium, 1280 px)
+	$(BIN)/python tools/front_page_png.py --out docs/front-page.png
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/training_overhead.py

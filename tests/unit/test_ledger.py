@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from repro.book import build as book
-from repro.core import ledger, results
+from repro.book import front
+from repro.core import ledger, results, statements
 
 
 def _row(verdict="reproduced", **kw):
@@ -46,99 +47,69 @@ def test_frame_rejects_incomplete_rows_and_mismatched_categories():
     assert ledger.frame([_row(tolerance="±1: rounding")]).loc[0, ledger.TOLERANCE] == "±1: rounding"
 
 
-def test_collect_and_markdown_link_to_the_evidence(tmp_path):
+def _stmt(verdict, **kw):
+    row = _row(verdict, **kw)
+    return {**row, "id": kw.get("id", row["claim"]), "statement": kw.get("statement", "p:" + row["claim"]),
+            "paper_did": kw.get("paper_did", "measured"), "stochastic": str(kw.get("stochastic", False)),
+            "decisive": str(kw.get("decisive", True))}
+
+
+def test_collect_and_the_front_page_link_to_the_evidence(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
-    ledger.frame([_row("differs (rank 3)", paper="polishchuk2019", claim="Adam | best", paper_value="best",
-                       ours="rank 3", evidence="optimizers-claims", runs=2,
-                       tolerance="rank 1 or 2: the paper's wording")]).to_csv(a / "ledger.csv", index=False)
-    ledger.frame([_row("consistent (own equations)", paper="slampa2017", claim="VGG16E < 1", paper_value="prediction",
-                       ours="0.34", evidence="speedup-claims", basis="equations", runs=0),
-                  _row("not measured (cluster)", paper="slampa2017", claim="measured", paper_value="m", ours="–",
-                       evidence="speedup-claims", basis="none", runs=0)]).to_csv(b / "ledger.csv", index=False)
+    ledger.frame([_stmt("differs (rank 3)", paper="polishchuk2019", claim="Adam | best", paper_value="best",
+                        ours="rank 3", evidence="optimizers-claims", runs=2,
+                        tolerance="rank 1 or 2: the paper's wording")]).to_csv(a / "ledger.csv", index=False)
+    ledger.frame([_stmt("consistent (own equations)", paper="slampa2017", claim="VGG16E < 1", paper_value="prediction",
+                        ours="0.34", evidence="speedup-claims", basis="equations", runs=0, paper_did="derived"),
+                  _stmt("not measured (cluster)", paper="slampa2017", claim="measured", paper_value="m", ours="–",
+                        evidence="speedup-claims", basis="none", runs=0)]).to_csv(b / "ledger.csv", index=False)
     df = ledger.collect({"optimizers": (a, "notebooks/03_optimizers"), "speedup": (b, "notebooks/04_speedup"),
-                         "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")})
+                         "mnist_cnn": (tmp_path / "none", "notebooks/01_mnist_cnn")}, "cpu")
     assert df["category"].tolist() == ["differs", "consistent", "not measured"]
-    md = ledger.markdown(df)
-    assert md.startswith("3 claims, each counted once. Per tier")
-    # the overviews above the rows: verdict counts per tier, per paper (ledger order) and per basis, with
-    # the decided verdicts and all rows
-    assert "| tier | consistent | differs | not measured | decided | all |" in md
-    assert "| measured | 0 | 1 | 1 | 1 | 2 |" in md and "| papers' own numbers | 1 | 0 | 0 | 1 | 1 |" in md
-    assert "| paper | consistent | differs | not measured | decided | all |" in md
-    assert "| {cite:t}`polishchuk2019` | 0 | 1 | 0 | 1 | 1 |" in md
-    assert "| {cite:t}`slampa2017` | 1 | 0 | 1 | 1 | 2 |" in md
-    assert "| basis | consistent | differs | not measured | decided | all |" in md
-    assert "| measured | 0 | 1 | 0 | 1 | 1 |" in md and "| equations | 1 | 0 | 0 | 1 | 1 |" in md
-    assert md.count("| **all** | **1** | **1** | **1** | **2** | **3** |") == 3
-    assert md.index("| **all** |") < md.index("Adam &#124; best")
-    assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">optimizers</a>' in md
-    # a pipe inside a cell cannot break the table; every row says its tier, its tolerance and where it comes from
-    assert "| rank 3 | **differs** (rank 3) | measured | measured (2) | rank 1 or 2: the paper's wording |" in md
-    assert "| 0.34 | **consistent** (own equations) | papers' own numbers | equations | – |" in md
-    assert "Adam &#124; best" in md
-    assert "| {cite:t}`slampa2017` | VGG16E < 1 |" in md
     assert ledger.tier_counts(df) == "*measured*: 1 decided of 2; *papers' own numbers*: 1 decided of 1"
+    st = statements.statements(df)
+    pages = {("optimizers", "cpu"): "notebooks/03_optimizers", ("speedup", "cpu"): "notebooks/04_speedup"}
+    md = front.statements_table(st, pages)
+    # a pipe inside a cell cannot break the table; each statement links every row of its evidence
+    assert "Adam &#124; best" in md and "| measured | **differs** (measured) |" in md
+    assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">measured · cpu</a>, 2 runs: **differs**' in md
+    assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here |" in md
+    counts = front.counts_table(st)
+    assert "| measured: the paper measured it | 1 | 0 | 1 | 2 |" in counts
+    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 1 |" in counts
+    assert "| **all** | 2 | 0 | 1 | 3 |" in counts
+    rows = front.all_rows(df, pages)
+    assert "| rank 3 | **differs** (rank 3) |" in rows and "rank 1 or 2: the paper's wording |" in rows
 
 
-def _profiles(*rows):
-    return pd.DataFrame([{**_row(v, basis=b, runs=r), "experiment": "e", "page": "p", "profile": prof, "claim": c,
-                          "tolerance": "–"}
-                         for prof, c, v, b, r in rows])
+def test_a_statement_judged_by_several_rows_is_one_statement_with_the_strongest_decided_row():
+    df = pd.DataFrame([{**_stmt(v, basis=b, runs=r, statement="p:s", claim=c), "experiment": "e", "page": "x",
+                        "profile": prof}
+                       for prof, c, v, b, r in (("cpu", "s measured", "not comparable (stand-in)", "measured", 2),
+                                                ("emulated", "s emulated", "consistent", "emulated", 2),
+                                                ("emulated", "s model", "inconsistent (x)", "model", 0))])
+    st = statements.statements(df)
+    assert len(st) == 1 and st.loc[0, "state"] == "decided"
+    assert (st.loc[0, "category"], st.loc[0, "basis"]) == ("consistent", "emulated")  # emulated before model
+    assert [r["basis"] for r in st.loc[0, "rows"]] == ["emulated", "model", "measured"]
+    # the counterfactual: no row decided; every claim decisive: false -> by design, else not decided here
+    gated = df.assign(verdict="not comparable (x)", category="not comparable")
+    assert statements.statements(gated).loc[0, "state"] == "not decided here"
+    assert statements.statements(gated.assign(decisive="False")).loc[0, "state"] == "undecidable by design"
 
 
-def test_one_row_per_claim_keeps_the_strongest_evidence_and_names_the_others():
-    df = _profiles(("cpu", "a", "not comparable (stand-in)", "measured", 1),
-                   ("emulated", "a", "consistent", "emulated", 2),
-                   ("cpu", "b", "consistent", "equations", 0), ("emulated", "b", "consistent", "equations", 0),
-                   ("cpu", "c", "differs (x)", "measured", 2), ("emulated", "c", "consistent", "emulated", 2),
-                   ("cpu", "d", "not testable here (2 cores)", "measured", 1),
-                   ("emulated", "d", "not comparable (x)", "emulated", 3))
-    one = ledger.one_per_claim(df)
-    assert one["claim"].tolist() == ["a", "b", "c", "d"]  # each claim once, in the book's order
-    # a decided verdict beats a gate; on equal ground the book's own profile (first) stays; measured beats emulated
-    assert one["profile"].tolist() == ["emulated", "cpu", "cpu", "cpu"]
-    assert one["also"].tolist() == ["cpu: not comparable (measured)", "emulated: consistent (equations)",
-                                    "emulated: consistent (emulated)", "emulated: not comparable (emulated)"]
-    md = ledger.markdown(one, profile="cpu")
-    assert md.startswith("4 claims, each counted once across the profiles `cpu`, `emulated`")
-    # a row kept from the other profile's run cannot link into this book's chapter (its table is not there)
-    assert md.count('<a href="../p.html#t">e</a>') == 3 and md.count("e (the `emulated` run: its book)") == 1
-    # the counterfactual: counted per profile, the same claims would be eight rows
-    assert len(df) == 8 and "| **all** |" in md and md.count(" | **4** |") == 3
-
-
-def test_among_gated_rows_the_run_nearer_the_papers_protocol_is_shown():
-    full = "not comparable (fashion_mnist_rgb32 stands in for cifar10)"
-    cut = "not comparable (fashion_mnist_rgb32 stands in for cifar10; 8,000 training images, not 50,000; 4 epochs)"
-    assert [ledger.deviations(v) for v in (full, cut, "consistent", "not comparable")] == [1, 3, 0, 0]
-    one = ledger.one_per_claim(_profiles(("cpu", "a", cut, "measured", 2), ("gpu-h100", "a", full, "measured", 2)))
-    assert one[["profile", "also"]].values.tolist() == [["gpu-h100", "cpu: not comparable (measured)"]]
-    # the counterfactual: the GPU run cut down as much as the CPU's, the book's own profile stays first
-    same = ledger.one_per_claim(_profiles(("cpu", "a", cut, "measured", 2), ("gpu-h100", "a", cut, "measured", 2)))
-    assert same["profile"].tolist() == ["cpu"]
-    # more runs still decide among rows with the same deviations; a decided verdict beats any gate
-    more = ledger.one_per_claim(_profiles(("cpu", "a", full, "measured", 2), ("gpu-h100", "a", full, "measured", 3)))
-    assert more["profile"].tolist() == ["gpu-h100"]
-    decided = ledger.one_per_claim(_profiles(("cpu", "a", "differs (x)", "measured", 2),
-                                             ("gpu-h100", "a", full, "measured", 3)))
-    assert decided["profile"].tolist() == ["cpu"]
-
-
-def test_a_book_merges_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):
+def test_a_book_takes_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):
     root = tmp_path / "published"
     for prof, verdict, basis in (("cpu", "not comparable (x)", "measured"), ("emulated", "consistent", "emulated"),
                                  ("smoke", "reproduced", "measured")):
         run = root / prof / "exp" / f"2026-{prof}"
         run.mkdir(parents=True)
         (run / "provenance.json").write_text("{}")
-        ledger.frame([_row(verdict, basis=basis, runs=2)]).to_csv(run / "ledger.csv", index=False)
+        ledger.frame([_stmt(verdict, basis=basis, runs=2)]).to_csv(run / "ledger.csv", index=False)
     used = {"exp": (root / "cpu" / "exp" / "2026-cpu", "notebooks/x")}
-    front = book.front_ledger("cpu", root, used)
-    assert front[["profile", "category", "also"]].values.tolist() == [
-        ["emulated", "consistent", "cpu: not comparable (measured)"]]
-    assert book.front_ledger("smoke", root, {"exp": (root / "smoke" / "exp" / "2026-smoke", "x")})[
-        "profile"].tolist() == ["smoke"]
+    assert list(book.companion_runs("cpu", root, used)) == [("exp", "emulated")]
+    assert book.companion_runs("smoke", root, {"exp": (root / "smoke" / "exp" / "2026-smoke", "x")}) == {}
 
 
 def test_a_ledger_without_the_basis_columns_is_refused_in_one_line_naming_the_file(tmp_path):

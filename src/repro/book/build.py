@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from repro.core import errors, ledger, results
+from repro.book import front
+from repro.core import errors, ledger, results, statements
 from repro.core import params as _params
 
 BookError = errors.RunFailed  # The book cannot be built (missing runs, Sphinx warnings or errors).
@@ -25,27 +26,58 @@ BookError = errors.RunFailed  # The book cannot be built (missing runs, Sphinx w
 CHEAP_PROFILES = ("smoke", "rehearse")  # their books show their own rows only, and never join another's
 
 
-def companion_ledger(profile: str, results_dir: Path | None, used: dict) -> pd.DataFrame:
-    """The ledgers of the book's experiments under the other profiles of the same results root (``cpu`` beside
-    ``emulated``, a GPU run's profile, ...): the front page shows each claim once, with its strongest evidence."""
+def companion_runs(profile: str, results_dir: Path | None, used: dict) -> dict[tuple[str, str], Path]:
+    """The newest run of each of the book's experiments under the other profiles of the same results root
+    (``cpu`` beside ``emulated``, a GPU run's profile, ...): (experiment, profile) -> run directory. A cheap
+    profile's book (smoke, rehearse) has none, and no book takes a cheap profile's runs."""
     root = Path(results_dir) if results_dir else results.results_root()
     if profile in CHEAP_PROFILES or not root.is_dir():
-        return ledger.collect({})
-    frames = []
+        return {}
+    out = {}
     for other in sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if other in (profile, *CHEAP_PROFILES):
             continue
-        runs = {name: (run, page) for name, (_, page) in used.items()
-                if (run := results.latest_run(name, other, root, need="ledger.csv")) is not None}
-        frames.append(ledger.collect(runs, other))
-    return pd.concat(frames, ignore_index=True) if frames else ledger.collect({})
+        for name in used:
+            if (run := results.latest_run(name, other, root, need="ledger.csv")) is not None:
+                out[(name, other)] = run
+    return out
 
 
-def front_ledger(profile: str, results_dir: Path | None, used: dict) -> pd.DataFrame:
-    """One row per claim: the book's own runs first, then its companions' (:func:`companion_ledger`)."""
-    own = ledger.collect(used, profile)
-    others = companion_ledger(profile, results_dir, used)
-    return ledger.one_per_claim(pd.concat([own, others], ignore_index=True) if len(others) else own)
+def front_rows(profile: str, used: dict, companions: dict, pages: dict) -> pd.DataFrame:
+    """Every ledger row of the book's runs and their companions, each checked against its reruns
+    (:func:`repro.core.statements.confirmed_ledger`): the book's own profile first."""
+    own = ledger.collect(used, profile, reader=statements.confirmed_ledger)
+    frames = [own] + [ledger.collect({name: (run, pages.get((name, other), ""))}, other,
+                                     reader=statements.confirmed_ledger)
+                      for (name, other), run in companions.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def retitle(notebook: Path, profile: str) -> None:
+    """A companion chapter's first heading names its profile (the navigation shows both chapters apart)."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            first, _, rest = cell.source.lstrip().partition("\n")
+            cell.source = f"{first} (the `{profile}` run)\n{rest}"
+            break
+    nbformat.write(nb, notebook)
+
+
+def fold_code(notebook: Path) -> None:
+    """Every code cell of a staged chapter folded (``hide-input``): the chapter reads as a report, the code
+    one click away."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tags = cell.metadata.setdefault("tags", [])
+            if "hide-input" not in tags and "remove-input" not in tags:
+                tags.append("hide-input")
+    nbformat.write(nb, notebook)
 
 
 def add_chapter_summary(notebook: Path, rows: pd.DataFrame) -> None:
@@ -132,6 +164,67 @@ def _absent_markdown(profile: str, missing: list[str]) -> str:
             "those chapters are left out.\n```\n")
 
 
+def stage_chapter(run: Path, notebook: Path, profile: str, entry: str, name: str) -> None:
+    """One executed notebook staged as a chapter: its claims line, code folded, its files beside it
+    (``data/<experiment>/``, where the chapter's download links point)."""
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(run / "notebook.ipynb", notebook)
+    if (run / "ledger.csv").is_file():
+        add_chapter_summary(notebook, ledger.collect({name: (run, entry)}, profile))
+    fold_code(notebook)
+    data_dir = notebook.parent / "data" / name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for f in run.iterdir():
+        if f.suffix in (".csv", ".json"):
+            shutil.copy2(f, data_dir / f.name)
+
+
+def stage_companions(dest: Path, companions: dict, used: dict) -> dict[tuple[str, str], str]:
+    """The other profiles' chapters of a book (:func:`companion_runs`), each a section under the book's own
+    chapter of the experiment (``notebooks/<profile>/<notebook>``): every ledger row links to its evidence.
+    Returns (experiment, profile) -> page."""
+    pages: dict[tuple[str, str], str] = {}
+    sections: dict[str, list[str]] = {}
+    for (name, other), run in companions.items():
+        if not (run / "notebook.ipynb").is_file():
+            continue
+        spec = _params.spec(name)
+        page = f"notebooks/{other}/{Path(spec.notebook).stem}"
+        stage_chapter(run, dest / f"{page}.ipynb", other, page, name)
+        retitle(dest / f"{page}.ipynb", other)
+        pages[(name, other)] = page
+        sections.setdefault(used[name][1], []).append(page)
+    add_sections(dest / "_toc.yml", sections)
+    return pages
+
+
+def add_sections(toc_path: Path, sections: dict[str, list[str]]) -> None:
+    """Entries of a staged ``_toc.yml`` given sections (file -> the files under it)."""
+    if not sections:
+        return
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8"))
+    for part in toc.get("parts", []):
+        for e in part.get("chapters") or []:
+            if e.get("file") in sections:
+                e["sections"] = [*e.get("sections", []), *({"file": f} for f in sections[e["file"]])]
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
+
+
+def write_front(dest: Path, profile: str, results_dir: Path | None, used: dict) -> None:
+    """The generated parts of the front page and of the page of every ledger row (:mod:`repro.book.front`)."""
+    companions = companion_runs(profile, results_dir, used)
+    pages = {(name, profile): page for name, (_, page) in used.items()}
+    pages.update(stage_companions(dest, companions, used))
+    rows = front_rows(profile, used, companions, pages)
+    st = statements.statements(rows)
+    generated = dest / "book" / "_generated"
+    (generated / "bottom.md").write_text(front.bottom_line(st, rows) if len(st) else "", encoding="utf-8")
+    table = (front.counts_table(st) + "\n" + front.statements_table(st, pages)) if len(st) else \
+        "*No claims recorded by the rendered runs.*\n"
+    (generated / "ledger.md").write_text(table, encoding="utf-8")
+    (generated / "rows.md").write_text(front.all_rows(rows, pages), encoding="utf-8")
+
+
 def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bool = False) -> list[Path]:
     """Copy book sources and executed notebooks into ``dest``; returns the runs used.
 
@@ -154,16 +247,7 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bo
         if run is None:
             missing.append(spec.name)
             continue
-        target = dest / "notebooks"
-        target.mkdir(exist_ok=True)
-        shutil.copy2(run / "notebook.ipynb", target / spec.notebook)
-        if (run / "ledger.csv").is_file():
-            add_chapter_summary(target / spec.notebook, ledger.collect({spec.name: (run, entry)}, profile))
-        data_dir = target / "data" / spec.name
-        data_dir.mkdir(parents=True, exist_ok=True)
-        for f in run.iterdir():
-            if f.suffix in (".csv", ".json"):
-                shutil.copy2(f, data_dir / f.name)
+        stage_chapter(run, dest / "notebooks" / spec.notebook, profile, entry, spec.name)
         used[spec.name] = (run, entry)
     if missing and (not partial or not used):
         raise BookError(
@@ -179,8 +263,7 @@ def stage(profile: str, dest: Path, results_dir: Path | None = None, partial: bo
         page.write_text(text, encoding="utf-8")
     generated = dest / "book" / "_generated"
     (generated / "absent.md").write_text(_absent_markdown(profile, missing), encoding="utf-8")
-    front = ledger.markdown(front_ledger(profile, results_dir, used), profile=profile)
-    (generated / "ledger.md").write_text(front, encoding="utf-8")
+    write_front(dest, profile, results_dir, used)
     (generated / "profiles.md").write_text(profiles_markdown(), encoding="utf-8")
     return [run for run, _ in used.values()]
 
@@ -261,9 +344,9 @@ def build(profile: str = "smoke", out: Path | None = None, results_dir: Path | N
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
         raise BookError(f"jupyter-book build failed (warnings are errors):\n{tail}")
     index = out / "_build" / "html" / "index.html"
-    data = src / "notebooks" / "data"
-    if data.is_dir():  # the CSV/JSON behind every table, downloadable beside its chapter
-        shutil.copytree(data, index.parent / "notebooks" / "data", dirs_exist_ok=True)
+    for data in (src / "notebooks").rglob("data"):  # the CSV/JSON behind every table, beside its chapter
+        if data.is_dir():
+            shutil.copytree(data, index.parent / data.relative_to(src), dirs_exist_ok=True)
     if not index.is_file():
         raise BookError(f"jupyter-book reported success but {index} is missing")
     return index

@@ -27,9 +27,18 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     tier:        the kind of question the claim asks where nothing of ours decides it (basis none):
                  measured (default), papers' own numbers, predictions; a decided row's tier is its basis'
                  (:data:`repro.core.verdicts.TIER_OF_BASIS`)
+    statement:   the paper statement the claim judges (default ``<paper>:<id>``); claims of any experiment that
+                 judge the same statement share it and are one statement on the front page
+    paper_did:   what the paper did to support the statement: measured (its own experiment), derived (its
+                 equations or arithmetic), stated (an assertion or advice with neither); the front page counts
+                 statements by it
     counterfactual: the run configuration or recorded data under which our experiment would give the
                  opposite outcome, and the test that feeds it to the judge (``tests/...py::test_name``);
                  required for a decisive verdict on basis measured
+
+A run records the :func:`digest` of every claim (its text, check, numbers, thresholds and rule) when it
+starts measuring (``provenance.json``'s ``claims_measured_under``); a rejudge under a claim whose digest
+changed since shows *rule changed after the data* with both verdicts (:func:`row`'s ``under``).
 
 Every claim that can be decisive has a falsification test (tests/unit/test_falsify_*.py) that feeds
 its judge the claim false and the claim true and sees the verdict flip.
@@ -37,6 +46,8 @@ its judge the claim false and the claim true and sees the verdict flip.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -52,6 +63,9 @@ from repro.core import params as _params
 from repro.core import verdicts as V
 
 CHECKS = ("within", "band", "holds")
+PAPER_DID = ("measured", "derived", "stated")
+# what a claim's digest covers: what it says and every number and rule that decides it (not its sources' prose)
+DIGESTED = ("text", "check", "reported", "reference", "tolerance", "band", "thresholds", "rule", "stochastic")
 
 
 ClaimsError = errors.BadInput  # A malformed ``claims.yaml`` or a measurement that does not match it (one line).
@@ -111,6 +125,8 @@ class Claim(BaseModel):
     rule: dict | None = None
     tier: Literal[tuple(t.value for t in V.Tier)] = V.Tier.MEASURED.value  # type: ignore[valid-type]
     counterfactual: str = ""
+    statement: str = ""
+    paper_did: Literal[PAPER_DID] | None = None  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _rules(self) -> "Claim":
@@ -127,6 +143,14 @@ class Claim(BaseModel):
             raise ValueError("why_not_decisive belongs to a claim with decisive: false")
         return self
 
+    def statement_id(self) -> str:
+        """The paper statement this claim judges (``statement``, else ``<paper>:<id>``)."""
+        return self.statement or f"{self.paper}:{self.id}"
+
+    def digest(self) -> str:
+        """What the claim says and how it is decided, as a short hash (:func:`digest`)."""
+        return digest(self.model_dump(by_alias=True))
+
     def reference(self) -> float:
         """The paper's number (``reference``, else ``reported`` in ``paperdata/reported.csv``)."""
         if self.reference_value is not None:
@@ -140,6 +164,27 @@ class Claim(BaseModel):
         if not self.thresholds or name not in self.thresholds:
             raise ClaimsError(f"claim {self.id!r}: claims.yaml gives no threshold {name!r}")
         return float(self.thresholds[name])
+
+
+def digest(raw: dict) -> str:
+    """A claim's text, check, numbers, thresholds and rule (:data:`DIGESTED`) as 16 hex digits; ``raw`` is the
+    claim as ``claims.yaml`` writes it (an older file's claim too: fields it lacks take the schema's defaults)."""
+    fields = {k: raw.get(k) for k in DIGESTED}
+    fields["stochastic"] = True if fields["stochastic"] is None else bool(fields["stochastic"])
+    text = json.dumps(fields, sort_keys=True, default=list, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def digests(experiment: str, package: str = "repro.experiments") -> dict[str, str]:
+    """The :func:`digest` of every claim of ``experiment``, by id (what a run records when it starts measuring)."""
+    return {cid: c.digest() for cid, c in load(experiment, package).items()}
+
+
+def digests_of_text(text: str) -> dict[str, str]:
+    """The digests of the claims in an old ``claims.yaml``'s text (a published run's commit, read from git):
+    raw entries, so that a field this checkout no longer knows does not stop the check."""
+    doc = yaml.safe_load(text) or {}
+    return {str(raw["id"]): digest(raw) for raw in doc.get("claims", []) if isinstance(raw, dict) and "id" in raw}
 
 
 def _claims_error(err: ValidationError, where: str) -> ClaimsError:
@@ -238,9 +283,10 @@ def tolerance_text(claim: Claim) -> str:
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 
 
-def row(claim: Claim, m: Measured) -> dict:
+def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
     """The ledger row of one claim and its measurement: :func:`compare`, then the basis rules
-    (:func:`repro.core.verdicts.settle`); a row with no value of ours has basis ``none``."""
+    (:func:`repro.core.verdicts.settle`), then :func:`measured_under`; a row with no value of ours has basis
+    ``none``. ``under``: a stored run's record of the claims it was measured under (None while measuring)."""
     nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
     basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
     try:
@@ -253,17 +299,40 @@ def row(claim: Claim, m: Measured) -> dict:
     if verdict.decisive and basis == "measured" and not claim.counterfactual.strip():
         raise ClaimsError(f"claim {claim.id!r}: a decisive verdict on basis measured needs claims.yaml's "
                           f"counterfactual (the run under which the other outcome would appear): {verdict}")
+    verdict = measured_under(claim, verdict, basis, under)
     return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
             "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
             "basis": str(basis), "runs": int(runs), _ledger.TIER: V.tier(basis, claim.tier).value,
-            _ledger.TOLERANCE: tolerance_text(claim)}
+            _ledger.TOLERANCE: tolerance_text(claim), "id": claim.id, "statement": claim.statement_id(),
+            "paper_did": claim.paper_did or "", "stochastic": bool(claim.stochastic), "decisive": bool(claim.decisive)}
 
 
-def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments"):
-    """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it."""
+def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None) -> V.Verdict:
+    """A decided verdict of our runs (basis measured or emulated) stays decided only when the claim's digest is
+    the one its run recorded when it measured (``under``: ``{"digests": {id: digest}, "verdicts": {id: verdict
+    then}}``); otherwise *rule changed after the data*, with the verdict it had then. ``under`` None: judged
+    while measuring (the rules are today's by definition); ``{}``: a stored run that recorded nothing."""
+    if under is None or not verdict.decisive or V.Basis(basis) not in V.RUN_BASES:
+        return verdict
+    then = (under.get("digests") or {}).get(claim.id)
+    if then == claim.digest():
+        return verdict
+    if not under.get("digests"):
+        before = "not recorded (the run stored no digest of its claims)"
+    elif then is None:
+        before = "none (the claim was added after the run measured)"
+    else:
+        before = (under.get("verdicts") or {}).get(claim.id) or "not recorded"
+    return V.rule_changed(verdict, before)
+
+
+def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments",
+           under: dict | None = None):
+    """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it
+    (``under``: a stored run's record of the claims it was measured under, :func:`row`)."""
     claims = load(experiment, package)
     missing, unknown = set(claims) - set(measured), set(measured) - set(claims)
     if missing or unknown:
         raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
                           f"measurements for unknown claims {sorted(unknown)}")
-    return _ledger.frame([row(claim, measured[cid]) for cid, claim in claims.items()])
+    return _ledger.frame([row(claim, measured[cid], under) for cid, claim in claims.items()])

@@ -15,7 +15,9 @@ harness does the rest, the same way for every experiment, in the process that ca
 
 ``judge`` reads only what the run wrote, so :func:`rejudge_run` can re-derive the ledger of a stored
 run (a published one) without retraining when the verdict rules or claims change; it re-derives
-the verdict views with it, so a chapter never shows a verdict its ledger no longer gives.
+the verdict views with it, so a chapter never shows a verdict its ledger no longer gives. A run records
+the digest of every claim when it starts (``claims_measured_under``) and its first verdicts; a rejudge under
+a claim that changed since shows *rule changed after the data* (:func:`repro.core.claims.measured_under`).
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from typing import Any, Callable
 import pandas as pd
 
 from repro.core import claims as _claims
+from repro.core import history, provenance, results
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
-from repro.core import provenance, results
 from repro.core.paramtypes import Params
 from repro.core.results import Run
+
+MEASURED_UNDER = "claims_measured_under"  # provenance: the claims' digests when the run began, its first verdicts
 
 
 @dataclass
@@ -111,6 +115,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p.flat(), root)  # provenance is collected before its directory exists
+    run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
     try:
         return _measure_and_judge(exp, run_, p, inputs)
     except BaseException:
@@ -127,6 +132,7 @@ def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Re
     result = Result(run_.dir, p, run_.record, dict(out.tables), out.summary)
     measured = exp.judge(result)
     ledger = _claims.ledger(exp.name, measured)
+    run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
     views = exp.verdict_views(result, measured, ledger)
@@ -201,9 +207,12 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     notebook is stale until ``repro render --force`` (``repro rejudge`` does that)."""
     run_dir = Path(run_dir)
     result = load_result(run_dir)
+    if MEASURED_UNDER not in result.provenance and (found := history.recover(run_dir)) is not None:
+        result.provenance = {**result.provenance, MEASURED_UNDER: found}  # a run older than the record
+        results.atomic_write_json(run_dir / "provenance.json", result.provenance)
     exp = experiment(result.provenance["experiment"])
     measured = exp.judge(result)
-    ledger = _claims.ledger(exp.name, measured)
+    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}))
     views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}

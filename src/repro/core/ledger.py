@@ -13,8 +13,8 @@ decided in :mod:`repro.core.verdicts` (applied by :func:`repro.core.claims.row`)
 
 Every row has a **tier** (:class:`repro.core.verdicts.Tier`), the kind of question its verdict answers:
 *measured* (our runs decide), *papers' own numbers* (does a paper agree with itself), *predictions* (what
-the papers' hardware implies, by emulation or the analytic model). The front page counts each tier apart
-and shows each claim once across the profiles it merges (:func:`one_per_claim`).
+the papers' hardware implies, by emulation or the analytic model). The front page counts paper statements,
+each with every row behind it (:mod:`repro.core.statements`).
 
 Every row also states its **tolerance** (:data:`TOLERANCE`): the threshold that decided it and where
 that threshold comes from (``claims.yaml``'s ``tolerance_source``), or "–" where the claim is a plain
@@ -23,7 +23,6 @@ yes/no with none.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pandas as pd
@@ -37,9 +36,11 @@ LedgerError = errors.BadInput  # A stored ledger that lacks the columns this che
 COLUMNS = ["paper", "claim", "paper_value", "ours", "verdict", "category", "evidence", "basis", "runs"]
 TIER = "tier"  # written after COLUMNS
 TOLERANCE = "tolerance"  # written after TIER
-STORED = COLUMNS + [TIER, TOLERANCE]  # what ledger.csv holds
+# the claim's id, the paper statement it judges, what the paper did, and whether it is random and can be decided
+IDENTITY = ["id", "statement", "paper_did", "stochastic", "decisive"]
+STORED = COLUMNS + [TIER, TOLERANCE] + IDENTITY  # what ledger.csv holds
 TIERS = tuple(t.value for t in V.Tier)
-# the strength of a row's evidence, to keep one row per claim: decisive before not, then by basis, then by runs
+# the strength of a row's evidence: a statement's headline is its decided row of the strongest basis
 BASIS_STRENGTH = {"measured": 3, "emulated": 2, "model": 1, "equations": 0, "none": -1}
 CATEGORIES = tuple(c.value for c in V.Category)
 BASES = tuple(b.value for b in V.Basis)
@@ -62,57 +63,33 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                              f"do not fit verdict {r['verdict']!r}")
         if r.get(TIER) not in TIERS:
             raise LedgerError(f"ledger row {r['claim']!r}: tier {r.get(TIER)!r} is not one of {', '.join(TIERS)}")
-    return pd.DataFrame([{**r, TOLERANCE: str(r.get(TOLERANCE) or NO_VALUE[0])} for r in rows], columns=STORED)
+    return pd.DataFrame([{**{k: "" for k in IDENTITY}, **r, TOLERANCE: str(r.get(TOLERANCE) or NO_VALUE[0])}
+                         for r in rows], columns=STORED)
 
 
-def collect(runs: dict[str, tuple[Path, str]], profile: str = "") -> pd.DataFrame:
+def read_stored(path: Path) -> pd.DataFrame:
+    """A stored ``ledger.csv`` as text columns; one line naming the file when it lacks a column of
+    :data:`STORED` (a ledger of an older checkout: ``repro rejudge`` re-derives it)."""
+    df = pd.read_csv(path, keep_default_na=False, dtype=str)
+    missing = [c for c in STORED if c not in df]
+    if missing:
+        raise LedgerError(f"{path}: no column {', '.join(missing)} (re-derive it: repro rejudge {Path(path).parent})")
+    return df
+
+
+def collect(runs: dict[str, tuple[Path, str]], profile: str = "", reader=None) -> pd.DataFrame:
     """All ledgers of the runs rendered in a book: {experiment: (run_dir, chapter page)}, each row tagged
-    with ``profile``."""
+    with ``profile``. ``reader``: run directory -> its ledger (default: ``ledger.csv`` as stored; the book
+    passes :func:`repro.core.statements.confirmed_ledger`)."""
     frames = []
     for experiment, (run_dir, page) in runs.items():
         path = Path(run_dir) / "ledger.csv"
         if path.is_file():
-            df = pd.read_csv(path, keep_default_na=False, dtype=str)
-            missing = [c for c in STORED if c not in df]
-            if missing:
-                raise LedgerError(f"{path}: no column {', '.join(missing)} (re-derive it: repro rejudge {run_dir})")
+            df = reader(Path(run_dir)) if reader else read_stored(path)
             frames.append(df.assign(experiment=experiment, page=page, profile=profile))
     if not frames:
         return pd.DataFrame(columns=STORED + ["experiment", "page", "profile"])
     return pd.concat(frames, ignore_index=True)
-
-
-def one_per_claim(ledger: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim (experiment and claim text) of ledgers of several profiles: the strongest evidence
-    (a decisive verdict before a gate, then basis measured > emulated > model > equations, then the fewer
-    stated deviations from the paper's protocol (:func:`deviations`: a full-scale run on a stand-in before
-    a cut-down one), then more runs; on a tie the row that comes first, the book's own profile's), the other
-    profiles' verdicts in ``also``."""
-    if ledger.empty:
-        return ledger.assign(also=pd.Series(dtype=str))
-    df = ledger.reset_index(drop=True).copy()
-    df["_decisive"] = df["category"].map(lambda c: V.Category(c) in V.DECISIVE)
-    df["_basis"] = df["basis"].map(BASIS_STRENGTH)
-    df["_deviations"] = df["verdict"].map(deviations)
-    df["_runs"] = pd.to_numeric(df["runs"], errors="coerce").fillna(0)
-    df["_order"] = range(len(df))
-    df = df.sort_values(["_decisive", "_basis", "_deviations", "_runs", "_order"],
-                        ascending=[False, False, True, False, True])
-    kept, also = [], []
-    for _, group in df.groupby(["experiment", "claim"], sort=False):
-        best, rest = group.iloc[0], group.iloc[1:]
-        kept.append(best)
-        also.append("; ".join(f"{r.profile}: {r.category} ({r.basis})" for r in rest.itertuples()) or NO_VALUE[0])
-    out = pd.DataFrame(kept).assign(also=also).sort_values("_order")
-    return out.drop(columns=["_decisive", "_basis", "_deviations", "_runs", "_order"]).reset_index(drop=True)
-
-
-def deviations(verdict: str) -> int:
-    """How many reasons a gated verdict states (``not comparable (a; b; c)`` -> 3; the experiments join
-    their deviations from the paper's protocol with "; "); 0 for a verdict without a gate's reasons."""
-    if V.category_of(verdict) in V.DECISIVE or "(" not in verdict:
-        return 0
-    return verdict[verdict.index("(") + 1:].rstrip(")").count("; ") + 1
 
 
 def tier_counts(ledger: pd.DataFrame) -> str:
@@ -124,57 +101,3 @@ def tier_counts(ledger: pd.DataFrame) -> str:
             decided = int(rows["category"].map(lambda c: V.Category(c) in V.DECISIVE).sum())
             parts.append(f"*{t}*: {decided} decided of {len(rows)}")
     return "; ".join(parts) if parts else "no claims"
-
-
-def overview(ledger: pd.DataFrame, by: str = "paper") -> str:
-    """Verdict counts per ``by`` (paper, tier or basis; rows) and category (columns), with totals."""
-    cats = [c for c in CATEGORIES if c in set(ledger["category"])]
-    table = pd.crosstab(ledger[by], ledger["category"]).reindex(columns=cats, fill_value=0)
-    known = {"basis": BASES, "tier": TIERS}.get(by)
-    order = list(dict.fromkeys(ledger[by])) if known is None else [b for b in known if b in set(ledger[by])]
-    table = table.reindex(order)
-    label = (lambda v: f"{{cite:t}}`{v}`") if by == "paper" else (lambda v: v)
-    decisive = [c for c in cats if V.Category(c) in V.DECISIVE]
-    lines = [f"| {by} | " + " | ".join(cats) + " | decided | all |", "|---" * (len(cats) + 3) + "|"]
-    for key, row in table.iterrows():
-        lines.append(f"| {label(key)} | " + " | ".join(str(int(v)) for v in row)
-                     + f" | {int(row[decisive].sum())} | {int(row.sum())} |")
-    total = table.sum()
-    lines.append("| **all** | " + " | ".join(f"**{int(v)}**" for v in total)
-                 + f" | **{int(total[decisive].sum())}** | **{len(ledger)}** |")
-    return "\n".join(lines)
-
-
-def _evidence_link(r, page_prefix: str, profile: str | None) -> str:
-    """A link to the chapter table behind a row; a row kept from another profile's run names that run instead
-    (its table is in that profile's book, not this one)."""
-    if profile and getattr(r, "profile", profile) != profile:
-        return f"{html.escape(r.experiment)} (the `{html.escape(r.profile)}` run: its book)"
-    return f'<a href="{page_prefix}{r.page}.html#{html.escape(r.evidence)}">{html.escape(r.experiment)}</a>'
-
-
-def markdown(ledger: pd.DataFrame, page_prefix: str = "../", profile: str | None = None) -> str:
-    """The front page's ledger: counts per tier, paper and basis, and one row per claim (``ledger`` holds one
-    row per claim already: :func:`one_per_claim`). ``profile``: the book's own, whose chapters hold the
-    evidence that rows of its runs link to."""
-    if ledger.empty:
-        return "*No claims recorded by the rendered runs.*\n"
-    profiles = sorted(set(ledger["profile"])) if "profile" in ledger else []
-    merged = (f" across the profiles {', '.join(f'`{p}`' for p in profiles)} (where several judge a claim, the "
-              "strongest evidence is shown and the others are named under *also*)") if len(profiles) > 1 else ""
-    lines = [f"{len(ledger)} claims, each counted once{merged}. Per tier (the kind of question the verdict "
-             "answers; a verdict is *decided* when it is one of reproduced, partly, differs, consistent, "
-             "inconsistent):", "", overview(ledger, "tier"), "",
-             "Per paper:", "", overview(ledger, "paper"), "",
-             "Per basis (what stands behind the verdict):", "", overview(ledger, "basis"), "",
-             "| paper | claim | paper says | we measured | verdict | tier | basis (runs) | tolerance (its source) "
-             "| evidence | also |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in ledger.itertuples():
-        link = _evidence_link(r, page_prefix, profile)
-        basis = r.basis if r.basis in ("none", "equations", "model") else f"{r.basis} ({r.runs})"
-        verdict = f"**{r.category}**" + r.verdict[len(r.category):]
-        cells = [f"{{cite:t}}`{r.paper}`", r.claim, r.paper_value, r.ours, verdict, r.tier,
-                 basis, r.tolerance, link, getattr(r, "also", NO_VALUE[0])]
-        lines.append("| " + " | ".join(str(c).replace("|", "&#124;").replace("\n", " ") for c in cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -177,12 +177,20 @@ class GroupDecl(_Strict):
     own: str | None = None
 
 
+class ToDecide(_Strict):
+    """What a user needs to decide the claims this package cannot decide here, and the one command to run."""
+
+    needs: str
+    command: str
+
+
 class ProfileFile(_Strict):
     """A whole ``profile.yaml``."""
 
     title: str
     paper: str = ""
     notebook: str
+    to_decide: ToDecide | None = None
     default_profile: str = "smoke"
     parameters: dict[str, ParamSpec] = Field(min_length=1)
     groups: dict[str, GroupDecl] = Field(default_factory=dict)
@@ -230,6 +238,7 @@ class ExperimentSpec:
     profiles: dict[str, Profile] = field(repr=False)
     defaults: dict = field(default_factory=dict, repr=False)
     groups: dict[str, GroupDecl] = field(default_factory=dict, repr=False)
+    to_decide: ToDecide | None = field(default=None, repr=False)
 
     @cached_property
     def layout(self) -> dict[str, tuple[str | None, str]]:
@@ -339,7 +348,8 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
     params = {pname: p.model_copy(update={"name": pname}) for pname, p in doc.parameters.items()}
     spec = ExperimentSpec(name=name, title=doc.title, paper=doc.paper, notebook=doc.notebook,
                           module=f"{PACKAGE}.{name}.experiment", default_profile=doc.default_profile,
-                          params=params, profiles={}, defaults=dict(doc.defaults), groups=dict(doc.groups))
+                          params=params, profiles={}, defaults=dict(doc.defaults), groups=dict(doc.groups),
+                          to_decide=doc.to_decide)
     try:
         spec.layout
     except ParameterError as err:

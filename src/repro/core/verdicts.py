@@ -9,7 +9,10 @@ A verdict is a :class:`Category` and a detail. The category a row may carry depe
   *consistent* or *inconsistent*, never *reproduced* or *differs*: they check that the paper's
   numbers agree with each other or with a model, not that they happen again;
 * any basis: *not comparable*, *not testable here*, *not measured* (gates: decided before any
-  comparison, each with the reason).
+  comparison, each with the reason);
+* on the bases with runs: *rule changed after the data* (the claim's text or rule is not the one its run was
+  measured under: :func:`rule_changed`) and *unstable* (two independent runs decided differently:
+  :func:`unstable`), each showing both verdicts and counted as decided by neither.
 
 On the bases with runs (``measured``, ``emulated``) a decisive verdict on a stochastic quantity
 needs at least :data:`MIN_RUNS` independent runs: one run decides nothing, and the row becomes
@@ -37,6 +40,8 @@ class Category(str, Enum):
     NOT_COMPARABLE = "not comparable"
     NOT_TESTABLE = "not testable here"
     NOT_MEASURED = "not measured"
+    RULE_CHANGED = "rule changed after the data"  # the claim's text or rule changed after its run measured
+    UNSTABLE = "unstable"  # two independent runs of a stochastic quantity gave different decided verdicts
 
     def __str__(self) -> str:
         return self.value
@@ -183,6 +188,17 @@ def settle(v: Verdict, basis: Basis | str, runs: int, stochastic: bool) -> Verdi
         return not_comparable(f"{int(runs)} run of a stochastic quantity; a verdict needs >= {MIN_RUNS} "
                               f"independent runs; the one run: {v}")
     return v
+
+
+def rule_changed(now: Verdict, then: str) -> Verdict:
+    """A verdict whose claim text or rule changed after its data was measured: both verdicts, decided by neither
+    (a run measured under today's rule decides it)."""
+    return Verdict(Category.RULE_CHANGED, f"today's rule: {now}; the rule it was measured under: {then}")
+
+
+def unstable(now: Verdict, other: str) -> Verdict:
+    """Two independent runs of a stochastic quantity that decided differently: both, decided by neither."""
+    return Verdict(Category.UNSTABLE, f"this run: {now}; another independent run: {other}")
 
 
 def category_of(text: str) -> Category:
