@@ -21,7 +21,8 @@ def test_book_builds_from_smoke_runs_and_shows_the_tables(smoke_runs, tmp_path):
     assert "{glue" not in chapter  # every glued number was resolved
     assert "Claims of this chapter" in chapter and "decided of" in chapter  # its claims per tier
     front = (html_dir / "book" / "intro.html").read_text(encoding="utf-8")
-    assert re.search(r"\d+ claims, each counted once\. Per tier", front)  # a cheap book merges no other profile
+    assert re.search(r"<strong>\d+ statements</strong> of the papers are judged here", front)  # the bottom line
+    assert "notebooks/cpu/" not in front and "· cpu" not in front  # a cheap book takes no other profile's rows
     for spec in params.experiments().values():
         assert (html_dir / "notebooks" / spec.notebook.replace(".ipynb", ".html")).is_file()
     profiles_page = (html_dir / "book" / "reproduce.html").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from repro.core import claims, harness, params, paramtypes
+from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.optimizers import experiment as optimizers
 from repro.ml import optim
@@ -171,3 +172,111 @@ def test_hours_of_a_fused_run_say_they_are_shared():
     fused = verdicts.measurements(_summary(ACCS).assign(trained_together=7), PAPER_P, CIFAR)
     assert alone["hours_per_optimizer"].ours == "1.50 h"
     assert fused["hours_per_optimizer"].ours == "1.50 h (the wall time of 7 models trained together)"
+
+
+def test_final_loss_is_the_last_epochs_test_loss_averaged_over_seeds():
+    from repro.experiments.optimizers import measure
+
+    hist = pd.DataFrame({
+        "variant": "shared", "optimizer": ["adam"] * 6 + ["sgd"] * 6, "learning_rate": 1e-3,
+        "seed": [0, 0, 0, 1, 1, 1] * 2, "epoch": [3, 1, 2] * 4,  # out of order: the last epoch, not the last row
+        "test_accuracy": 0.5, "train_time_s": 1.0,
+        "test_loss": [0.4, 2.0, 1.0, 0.6, 2.0, 1.0] + [1.5, 2.0, 1.8, float("nan"), 2.0, 1.9],
+    })
+    s = optimizers.summarize(hist, target_accuracy=0.9).set_index("optimizer")
+    assert s.loc["adam", "final_loss"] == pytest.approx(0.5)
+    assert s.loc["adam", "final_loss_sd"] == pytest.approx(np.std([0.4, 0.6], ddof=1))
+    assert np.isnan(s.loc["sgd", "final_loss"])  # a diverged seed's last loss is not replaced by an earlier one
+    assert "final_loss" not in optimizers.summarize(hist.drop(columns="test_loss"), 0.9)  # a history without it
+    assert list(measure.final_losses(hist.drop(columns="test_loss")).columns) == \
+        ["variant", "optimizer", "final_loss", "final_loss_sd"]
+
+
+def test_a_stored_summary_without_the_loss_gets_it_from_its_history():
+    from repro.experiments.optimizers import verdicts
+
+    run_dir = next((ROOT / "published" / "cpu" / "optimizers").glob("2*"))
+    result = harness.load_result(run_dir)
+    assert "final_loss" not in result["summary"]  # published before the column existed
+    s = verdicts.shared(verdicts.with_final_loss(result["summary"], result["history"]))
+    h = result["history"].query("variant == 'shared'")
+    last = h[h["epoch"] == h["epoch"].max()].groupby("optimizer")["test_loss"].mean()
+    assert s["final_loss"].to_dict() == pytest.approx(last.to_dict())
+    assert len(s) == 7 and s["final_loss"].notna().all()
+    # unchanged where the summary has the column or there is no history
+    assert verdicts.with_final_loss(result["summary"], None) is result["summary"]
+    with_loss = result["summary"].assign(final_loss=1.0)
+    assert verdicts.with_final_loss(with_loss, result["history"]) is with_loss
+
+
+def _with_losses(accs: dict, losses: dict, seeds: int = 2) -> pd.DataFrame:
+    return _summary(accs, seeds=seeds).assign(final_loss=lambda d: d["optimizer"].map(losses))
+
+
+LOSSES = {"adam": 0.70, "nadam": 0.72, "rmsprop": 0.80, "adagrad": 1.40, "momentum": 1.70, "sgd": 1.90, "nesterov": 2.10}
+
+
+def test_the_orderings_of_the_weaker_optimizers_on_hand_made_inputs():
+    from repro.experiments.optimizers import verdicts
+
+    m = verdicts.measurements(_with_losses(ACCS, LOSSES), PAPER_P, CIFAR)
+    up = m["adagrad_momentum_above_sgd_nesterov"]
+    assert (up.holds, up.runs) == (True, 2)  # min(0.52, 0.40) = 0.40 > max(0.30, 0.20)
+    assert up.ours == "Adagrad 52.0%, SGD + momentum 40.0% vs SGD 30.0%, SGD + Nesterov 20.0%"
+    assert (m["sgd_above_nesterov"].holds, m["sgd_above_nesterov"].ours) == (True, "SGD 30.0%, SGD + Nesterov 20.0%")
+    gap = m["others_much_worse"]
+    assert gap.value == pytest.approx(0.78 - 0.52) and gap.ours == "+26.0 points (RMSprop 78.0% vs Adagrad 52.0%)"
+    # a tie is not "more accurate"; a gap of 9 points is not "much less accurate"
+    tie = verdicts.measurements(_with_losses(dict(ACCS, momentum=0.30, nesterov=0.30), LOSSES), PAPER_P, CIFAR)
+    assert tie["adagrad_momentum_above_sgd_nesterov"].holds is False and tie["sgd_above_nesterov"].holds is False
+    near = verdicts.measurements(_with_losses(dict(ACCS, adagrad=0.69), LOSSES), PAPER_P, CIFAR)["others_much_worse"]
+    assert near.value == pytest.approx(0.09)
+    led = claims.ledger(optimizers.NAME, verdicts.measurements(_with_losses(dict(ACCS, adagrad=0.69), LOSSES),
+                                                               PAPER_P, CIFAR)).set_index("id")
+    assert led.loc["others_much_worse", "verdict"] == "differs (0.09 outside [0.1, 1])"
+    assert led.loc["adagrad_momentum_above_sgd_nesterov", "verdict"] == "reproduced"
+
+
+def test_the_loss_claims_rank_by_the_lowest_final_test_loss():
+    from repro.experiments.optimizers import verdicts
+
+    m = verdicts.measurements(_with_losses(ACCS, LOSSES), PAPER_P, CIFAR)
+    assert (m["adam_best_loss"].holds, m["adam_best_loss"].ours) == (True, "0.700 (rank 1 by loss)")
+    low = m["conclusion_adam_nadam_loss"]
+    assert (low.holds, low.ours, low.runs) == (True, "lowest two: Adam 0.700, Nadam 0.720", 2)
+    # a diverged Adam (loss not a number) ranks last, not first
+    nan = verdicts.measurements(_with_losses(ACCS, dict(LOSSES, adam=float("nan"))), PAPER_P, CIFAR)
+    assert (nan["adam_best_loss"].holds, nan["adam_best_loss"].ours) == (False, "nan (rank 7 by loss)")
+    assert nan["conclusion_adam_nadam_loss"].ours == "lowest two: Nadam 0.720, RMSprop 0.800"
+    # accuracy and loss are judged apart: Adam most accurate, RMSprop lowest loss
+    split = verdicts.measurements(_with_losses(ACCS, dict(LOSSES, rmsprop=0.5)), PAPER_P, CIFAR)
+    assert split["adam_best"].holds is True and split["adam_best_loss"].holds is False
+    led = claims.ledger(optimizers.NAME, split).set_index("id")
+    assert led.loc["adam_best", "statement"] == led.loc["adam_best_loss", "statement"] == "polishchuk2019:adam_best"
+    assert led.loc["adam_best_loss", "verdict"] == "differs (the claim does not hold for our numbers)"
+
+
+def test_claims_without_their_optimizers_or_losses_are_not_measured():
+    from repro.experiments.optimizers import verdicts
+
+    m = verdicts.measurements(_summary({"sgd": 0.3, "adam": 0.6}), PAPER_P, CIFAR)
+    assert m["adagrad_momentum_above_sgd_nesterov"].gate == \
+        V.not_measured("Adagrad, SGD + momentum, SGD + Nesterov were not trained in this run")
+    assert m["sgd_above_nesterov"].gate == V.not_measured("SGD + Nesterov was not trained in this run")
+    assert m["others_much_worse"].gate == \
+        V.not_measured("Nadam, RMSprop, SGD + momentum, SGD + Nesterov, Adagrad were not trained in this run")
+    for cid in ("adam_best_loss", "conclusion_adam_nadam_loss"):  # a summary without the loss
+        assert m[cid].gate == V.not_measured("this run's tables record no test loss")
+    no_nadam = verdicts.measurements(_with_losses({"sgd": 0.3, "adam": 0.6}, LOSSES), PAPER_P, CIFAR)
+    assert no_nadam["adam_best_loss"].holds is True
+    assert no_nadam["conclusion_adam_nadam_loss"].gate == V.not_measured("Nadam was not trained in this run")
+    stated = claims.row(claims.load(optimizers.NAME)["data_type_and_size"], m["data_type_and_size"])
+    assert (stated["category"], stated["basis"], stated["paper_did"]) == ("not testable here", "none", "stated")
+
+
+def test_conclusions_add_the_loss_rows_where_the_summary_has_the_loss():
+    rows = optimizers.conclusions(_with_losses(ACCS, dict(LOSSES, nadam=0.9))).to_dict("records")
+    assert [r["claim"] for r in rows][3:] == ["Adam has the lowest final test loss of the seven",
+                                              "Adam and Nadam have the two lowest final test losses"]
+    assert rows[3]["holds"] is True and rows[3]["evidence"] == "Adam ranks 1 of 7 by loss (0.700)"
+    assert rows[4]["holds"] is False and rows[4]["evidence"] == "lowest two: Adam, RMSprop"

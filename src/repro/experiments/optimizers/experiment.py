@@ -47,7 +47,7 @@ from .plots import (
     plot_sensitivity,
     summary_table,
 )
-from .verdicts import comparable, compare_with_paper, conclusions, measurements
+from .verdicts import comparable, compare_with_paper, conclusions, measurements, with_final_loss
 
 __all__ = ["NAME", "OPTIMIZERS", "LABELS", "EXPERIMENT", "run", "build_model", "checkpoint_root", "summarize",
            "tune", "validation_split", "compare_with_paper", "comparable", "conclusions", "measurements",
@@ -107,13 +107,14 @@ class Optimizers(harness.Experiment):
         return harness.Output(tables, {"comparable": ok, "not_comparable_because": why})
 
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
-        return measurements(result.tables["summary"], result.params, result.provenance["datasets"][0],
-                            result.provenance.get("device"))
+        """From the summary table; a stored run's summary without the final test loss gets it from its history."""
+        return measurements(with_final_loss(result.tables["summary"], result.tables.get("history")), result.params,
+                            result.provenance["datasets"][0], result.provenance.get("device"))
 
     def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours`` (the ledger's verdict per optimizer) and the conclusions tested on our data,
         derived with the claims' bands (rejudge rewrites them)."""
-        summary = result.tables["summary"]
+        summary = with_final_loss(result.tables["summary"], result.tables.get("history"))
         return harness.Output({"paper_vs_ours": compare_with_paper(summary, result.params,
                                                                    result.provenance["datasets"][0],
                                                                    result.provenance.get("device")),

@@ -113,9 +113,21 @@ def train_all(p: OptimizersParams, ds: _data.Dataset, plan: list[tuple[str, dict
     return history[["variant", "optimizer", "seed", "learning_rate", *training.HISTORY_COLUMNS, "trained_together"]]
 
 
+def final_losses(history: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and optimizer: the test loss at the last epoch, mean and sd over seeds (``final_loss``,
+    ``final_loss_sd``; a seed whose last loss is not a number, a diverged run, makes the mean NaN); no rows
+    where the history records no test loss."""
+    keys = ["variant", "optimizer"]
+    if "test_loss" not in history:
+        return pd.DataFrame(columns=[*keys, "final_loss", "final_loss_sd"])
+    last = history.sort_values("epoch", kind="stable").groupby([*keys, "seed"]).tail(1)
+    return last.groupby(keys).agg(final_loss=("test_loss", lambda x: x.mean(skipna=False)),
+                                  final_loss_sd=("test_loss", "std")).reset_index()
+
+
 def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
-    """Per variant and optimizer: final/best test accuracy (mean, sd over seeds), epochs to 95 % of best,
-    wall time in total and to reach ``target_accuracy``."""
+    """Per variant and optimizer: final/best test accuracy (mean, sd over seeds), final test loss (mean, sd;
+    where the history has it), epochs to 95 % of best, wall time in total and to reach ``target_accuracy``."""
 
     def per_seed(g: pd.DataFrame) -> pd.Series:
         g = g.sort_values("epoch")
@@ -145,5 +157,7 @@ def summarize(history: pd.DataFrame, target_accuracy: float) -> pd.DataFrame:
         reached_target=("time_to_target_s", lambda s: int(s.notna().sum())),
         **({"trained_together": ("trained_together", "max")} if "trained_together" in seeds else {}),
     ).reset_index()
+    if "test_loss" in history:
+        agg = agg.merge(final_losses(history), on=["variant", "optimizer"], how="left")
     agg["rank"] = agg.groupby("variant")["final_accuracy"].rank(ascending=False, method="min").astype(int)
     return agg.sort_values(["variant", "rank"]).reset_index(drop=True)

@@ -8,7 +8,7 @@ from repro.book import plots
 from repro.core.harness import Result
 
 from .common import LABELS
-from .verdicts import comparable
+from .verdicts import comparable, with_final_loss
 
 
 def _labelled(df: pd.DataFrame) -> pd.DataFrame:
@@ -50,10 +50,11 @@ def plot_sensitivity(result: Result):
 
 
 def summary_table(result: Result) -> pd.DataFrame:
-    """The final table of the chapter (both variants)."""
-    s = _labelled(result["summary"])
+    """The final table of the chapter (both variants; the final test loss where the run's tables record it)."""
+    s = _labelled(with_final_loss(result["summary"], result.tables.get("history")))
+    loss = ["final_loss"] if "final_loss" in s else []
     cols = ["variant", "rank", "optimizer", "learning_rate", "final_accuracy", "final_accuracy_sd", "best_accuracy",
-            "epochs_to_95pct_best", "train_time_s", "time_to_target_s", "reached_target", "seeds"]
+            *loss, "epochs_to_95pct_best", "train_time_s", "time_to_target_s", "reached_target", "seeds"]
     return s[cols]
 
 
