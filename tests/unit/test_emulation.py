@@ -324,7 +324,9 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     tp = _profiled(pd.DataFrame(rows))
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
     out = verdicts.emulated(tables, K80)
-    assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency"}
+    assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency", "ps_no_speedup"}
+    # PS at 0.5 / 0.55 of linear: 2 x / 2.2 x one worker's images/sec at 4 workers, a significant acceleration
+    assert out["ps_no_speedup"].holds is False and "ps_async resnet50: 2.20" in out["ps_no_speedup"].ours
     assert all(m.basis == "emulated" and "[emulated k80-p2.16xlarge, 1 run(s)]" in m.ours for m in out.values())
     assert all(m.runs == 1 for m in out.values())
     assert out["vgg_worst"].holds is True and out["ps_efficiency"].holds is True
@@ -361,10 +363,10 @@ RANGE = "measured up to 4 workers; the paper's ran to 20"  # a scaling verdict s
 
 @pytest.mark.parametrize("eff, gains_holds, worst_holds, note", [
     # (efficiency at 2 workers, at 4; VGG16 at 2 x 0.5 does not gain): the exception is VGG16 alone;
-    # both VGGs must sit below every other model
+    # some model near-linear (0.9 of linear or more at 4 workers) and neither VGG (the seed's wording)
     ({"resnet50": (0.97, 0.95), "resnet152": (0.95, 0.9), "vgg19": (0.8, 0.6), "vgg16": (0.5, 0.4)}, True, True, RANGE),
-    ({"resnet50": (0.97, 0.95), "resnet152": (0.9, 0.7), "vgg19": (0.9, 0.8), "vgg16": (0.5, 0.4)}, True, False,
-     "vgg19 scales better than resnet152"),
+    ({"resnet50": (0.97, 0.95), "resnet152": (0.9, 0.7), "vgg19": (0.95, 0.92), "vgg16": (0.5, 0.4)}, True, False,
+     "vgg19 at 0.92 reaches 0.9"),
     # VGG19 at 4 workers (4 x 0.45 = 1.8 batches) below 2 workers (2 x 0.95 = 1.9): it does not gain
     ({"resnet50": (0.97, 0.95), "resnet152": (0.95, 0.9), "vgg19": (0.95, 0.45), "vgg16": (0.5, 0.4)}, False, True, RANGE),
 ])
@@ -393,7 +395,7 @@ def test_two_emulated_runs_are_averaged_and_let_a_finding_be_reproduced():
     for run, jitter in ((1, 1.0), (2, 1.04)):
         for model, per in (("resnet50", 49.0), ("vgg16", 36.0)):
             for n in (1, 2, 4):
-                for method, e in {"ring": 0.9 if model == "resnet50" else 0.6, "ps_sync": 0.5, "ps_async": 0.5}.items():
+                for method, e in {"ring": 0.95 if model == "resnet50" else 0.6, "ps_sync": 0.5, "ps_async": 0.5}.items():
                     rows.append({"method": method, "workers": n, "model": model, "run": run, "dilation": 2.0,
                                  "hardware": "k80-p2.16xlarge",
                                  "total_images_per_sec": per * n * (e if n > 1 else 1.0) * jitter})

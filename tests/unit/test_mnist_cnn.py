@@ -44,6 +44,8 @@ def test_the_accuracy_row_cites_the_keras_example():
                            optimizer="Adadelta", runs=2)
     row = claims.row(claim, m)
     assert (row["paper"], row["category"], row["basis"], row["runs"]) == ("keras_mnist_cnn", "reproduced", "measured", 2)
+    # the example's authors ran it: a measured statement of its own, not cloudcost2017's
+    assert (row["paper_did"], row["statement"]) == ("measured", "keras_mnist_cnn:accuracy_12ep")
 
 
 def test_model_follows_the_paper():

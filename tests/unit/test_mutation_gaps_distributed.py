@@ -86,9 +86,14 @@ def test_vgg_worst_gated_keeps_what_was_measured_and_its_runs():
         "Horovod efficiency at 4 workers: resnet50: 0.90, vgg16: 0.60", 2, (NT, SHARE))
 
 
-def test_vgg_worst_on_a_tie_does_not_hold():
-    tie = v.vgg_worst(_grid(_rows("horovod", "resnet50", 100, 0.75) + _rows("horovod", "vgg16", 50, 0.75)))
-    assert (tie.holds, tie.note) == (False, "vgg16 scales better than resnet50")
+def test_vgg_worst_reads_the_seeds_near_linear_for_some_but_not_vgg():
+    """The seed's rule (near_linear 0.9): some model at 0.9 or more and no VGG there; a VGG that reaches it, or no
+    model that does, fails with the reason (the older, stronger 'VGG worst' held for 0.75 against 0.5)."""
+    vgg_high = v.vgg_worst(_grid(_rows("horovod", "resnet50", 100, 0.95) + _rows("horovod", "vgg16", 50, 0.95)))
+    assert (vgg_high.holds, vgg_high.note) == (False, "vgg16 at 0.95 reaches 0.9")
+    none = v.vgg_worst(_grid(_rows("horovod", "resnet50", 100, 0.75) + _rows("horovod", "vgg16", 50, 0.5)))
+    assert (none.holds, none.note) == (False, "no other model reaches 0.9 (best: resnet50 at 0.75)")
+    assert v.vgg_worst(_grid(_rows("horovod", "resnet50", 100, 0.95) + _rows("horovod", "vgg16", 50, 0.85))).holds
     assert v.vgg_worst(_grid(HVD)).holds is True
 
 
@@ -311,7 +316,7 @@ def test_a_model_row_gated_twice_shows_no_prediction():
 
 
 def test_a_decided_model_row_has_its_notes_in_order():
-    hvd = {"resnet50": _linear(100, 0.9), "vgg16": _linear(50, 0.7)}
+    hvd = {"resnet50": _linear(100, 0.97), "vgg16": _linear(50, 0.7)}
     ps = {"resnet50": _linear(100, 0.5, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
     pred = _predicted(hvd, ps)
     m = v.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL, old=pred)
@@ -321,8 +326,8 @@ def test_a_decided_model_row_has_its_notes_in_order():
 
 
 def _close(gap: float, worst_pp: float, cid: str = "model_vgg_worst"):
-    if cid == "model_vgg_worst":
-        pred = _predicted({"resnet50": _linear(100, 0.5625), "vgg16": _linear(50, 0.5625 - gap)}, {})
+    if cid == "model_vgg_worst":  # the best VGG ``gap`` below near_linear (0.9), the other model far above it
+        pred = _predicted({"resnet50": _linear(100, 0.98), "vgg16": _linear(50, 0.9 - gap)}, {})
     else:
         pred = _predicted({"resnet50": _linear(100, 0.9), "vgg16": _linear(50, 0.9)},
                           {"resnet50": _linear(100, 0.9 - gap, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))})
@@ -330,7 +335,7 @@ def _close(gap: float, worst_pp: float, cid: str = "model_vgg_worst"):
 
 
 def test_a_model_gap_at_or_just_inside_the_error_is_not_comparable():
-    assert _close(0.0625, 6.25).gate.category is NC  # exactly the worst error (both exact in binary)
+    assert _close(0.0625, 6.26).gate.category is NC  # 6.25 pp within 6.26
     assert _close(0.0398, 4.0).gate.category is NC  # 3.98 pp within 4 pp
     assert _close(0.0410, 4.0).gate is None
 

@@ -15,22 +15,26 @@ from repro.experiments.distributed.paramtypes import DistributedParams
 COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware"]
 
 
-def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False) -> pd.DataFrame:
+def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False, profiles: dict | None = None) -> pd.DataFrame:
     """The model's rows for ``points`` ((method, workers, model) triples) on the profile, weights and batch
     of ``tp``'s rows of that model, in the columns of a throughput table. ``real``: on the profile of the
     cluster's real topology (the emulated profile's ``topology_profile``: several GPUs per host, overlap),
-    with the per-step overhead fitted on published measurements (:func:`repro.cluster.measured.overhead_for`)."""
+    with the per-step overhead fitted on published measurements (:func:`repro.cluster.measured.overhead_for`).
+    ``profiles``: hardware profiles by name that replace the stored ones (a test's perturbed inputs)."""
     from repro.cluster import hardware, measured, perfmodel
+
+    def load(name: str):
+        return (profiles or {}).get(name) or hardware.load(name)
 
     first = tp.groupby("model").first()
     rows = []
     for method, n, model in points:
         r = first.loc[model]
-        prof, extra = hardware.load(r["hardware"]), None
+        prof, extra = load(r["hardware"]), None
         if real:
             if prof.topology_profile is None:
                 raise hardware.ClusterError(f"hardware profile {prof.name}: no topology_profile to predict on")
-            prof, extra = hardware.load(prof.topology_profile), measured.overhead_for(method)
+            prof, extra = load(prof.topology_profile), measured.overhead_for(method)
         got = perfmodel.step(prof, model, method, int(n), int(r["batch_size"]), int(r["parameters"]), ps, extra)
         rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
                      "efficiency": got["efficiency"], "hardware": prof.name})
@@ -43,11 +47,12 @@ def same_points(tp: pd.DataFrame, ps: int = 1) -> pd.DataFrame:
     return _rows(tp, list(points), ps)
 
 
-def paper_scale(tp: pd.DataFrame, ps: int = 1, real: bool = False) -> pd.DataFrame:
+def paper_scale(tp: pd.DataFrame, ps: int = 1, real: bool = False, profiles: dict | None = None) -> pd.DataFrame:
     """The model at the paper's process counts (:data:`PAPER_PROCESSES`) for the emulated grid's models: on
     the emulated profile, or (``real``) on its real topology's (:func:`_rows`)."""
     models = list(dict.fromkeys(tp["model"]))
-    return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps, real)
+    return _rows(tp, [(method, n, m) for m in models for method, ns in PAPER_PROCESSES.items() for n in ns], ps, real,
+                 profiles)
 
 
 def validation(tables: dict, p: DistributedParams) -> pd.DataFrame | None:
