@@ -164,6 +164,34 @@ def _absent_markdown(profile: str, missing: list[str]) -> str:
             "those chapters are left out.\n```\n")
 
 
+NEEDS = "needs:"  # a cell tag: ``needs:<file>``: the cell belongs to a section that reads that file of the run
+
+
+def prune_sections(notebook: Path, run: Path) -> list[str]:
+    """Leave out of a staged chapter the cells whose section reads a file this run did not make (tag
+    ``needs:<file>``: e.g. the emulated grid of a profile that runs none), with one line where they were, so
+    that no sentence of the chapter is left with a hole ("not run in this profile"). Returns the files missed."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    kept, missed = [], []
+    for cell in nb.cells:
+        need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", []) if t.startswith(NEEDS)), None)
+        if need is None or (run / need).exists():
+            kept.append(cell)
+            continue
+        if need not in missed:
+            missed.append(need)
+            kept.append(nbformat.v4.new_markdown_cell(
+                f"```{{note}}\nA section is left out here: it reads `{need}`, which this profile's run does not "
+                "make (the profile does not run that part). A run of a profile that does (its chapter is a section "
+                "under this one in the published book) shows it.\n```"))
+    if missed:
+        nb.cells = kept
+        nbformat.write(nb, notebook)
+    return missed
+
+
 def stage_chapter(run: Path, notebook: Path, profile: str, entry: str, name: str) -> None:
     """One executed notebook staged as a chapter: its claims line, code folded, its files beside it
     (``data/<experiment>/``, where the chapter's download links point)."""
@@ -172,6 +200,7 @@ def stage_chapter(run: Path, notebook: Path, profile: str, entry: str, name: str
     if (run / "ledger.csv").is_file():
         add_chapter_summary(notebook, ledger.collect({name: (run, entry)}, profile))
     fold_code(notebook)
+    prune_sections(notebook, run)
     data_dir = notebook.parent / "data" / name
     data_dir.mkdir(parents=True, exist_ok=True)
     for f in run.iterdir():

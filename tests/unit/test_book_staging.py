@@ -1,0 +1,43 @@
+"""Staging a chapter: a section that reads a file the run did not make is left out with one line (no holes in
+the prose), code is folded, and a companion profile's chapter is retitled."""
+
+import nbformat
+
+from repro.book import build as book
+
+
+def _nb(path, cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    nbformat.write(nb, path)
+
+
+def test_a_section_needing_a_file_the_run_lacks_is_left_out_with_a_note(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    emu = nbformat.v4.new_markdown_cell("## The cluster, emulated\\nhardware profile {glue:text}`x`")
+    emu.metadata["tags"] = ["needs:emulated_throughput.csv"]
+    code = nbformat.v4.new_code_cell("show(result['emulated_throughput'])")
+    code.metadata["tags"] = ["needs:emulated_throughput.csv"]
+    path = tmp_path / "ch.ipynb"
+    _nb(path, [nbformat.v4.new_markdown_cell("# Title"), emu, code, nbformat.v4.new_markdown_cell("## Discussion")])
+    assert book.prune_sections(path, run) == ["emulated_throughput.csv"]
+    cells = nbformat.read(path, as_version=4).cells
+    assert [c.cell_type for c in cells] == ["markdown", "markdown", "markdown"]
+    assert "left out" in cells[1].source and "{glue" not in "".join(c.source for c in cells)
+    # the counterfactual: a run that made the file keeps the section whole
+    _nb(path, [nbformat.v4.new_markdown_cell("# Title"), emu, code])
+    (run / "emulated_throughput.csv").write_text("a\n1\n")
+    assert book.prune_sections(path, run) == [] and len(nbformat.read(path, as_version=4).cells) == 3
+
+
+def test_code_is_folded_and_a_companion_chapter_names_its_profile(tmp_path):
+    path = tmp_path / "ch.ipynb"
+    params = nbformat.v4.new_code_cell("profile = 'smoke'")
+    params.metadata["tags"] = ["parameters"]
+    _nb(path, [nbformat.v4.new_markdown_cell("# Staleness\nintro"), params, nbformat.v4.new_code_cell("x = 1")])
+    book.fold_code(path)
+    book.retitle(path, "threads")
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[0].source == "# Staleness (the `threads` run)\nintro"
+    assert [c.metadata["tags"] for c in cells[1:]] == [["parameters", "hide-input"], ["hide-input"]]
