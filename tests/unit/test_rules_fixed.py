@@ -33,6 +33,12 @@ def test_a_rule_changed_after_the_data_is_flagged_with_both_verdicts():
     # a stored run that recorded nothing is not decided either; judging while measuring (None) is
     assert claims.row(then, m, {})["category"] == "rule changed after the data"
     assert claims.row(then, m, None)["category"] == "differs"
+    # a verdict decided then and undecided now is flagged too (a claim rewritten after a run it had passed)
+    gated = claims.Measured(ours="0.87", gate=V.not_comparable("the grid cannot tell"), runs=2)
+    assert claims.row(_claim(text="accuracy is 0.9 and more"), gated, under)["category"] == "rule changed after the data"
+    # undecided then and now: nothing to flag
+    undecided = {"digests": {"acc": then.digest()}, "verdicts": {"acc": "not comparable (x)"}}
+    assert claims.row(_claim(text="accuracy is 0.9 and more"), gated, undecided)["category"] == "not comparable"
     # the papers' own numbers are not data of ours: no flag
     eq = claims.Measured(ours="0.87", value=0.87, basis="equations")
     assert claims.row(_claim(tolerance=0.05), eq, under)["category"] == "consistent"

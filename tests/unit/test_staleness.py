@@ -182,6 +182,17 @@ def test_profiles_list_every_parameter_and_the_notebook():
 
     spec = params.spec("staleness")
     assert spec.notebook == "05_staleness.ipynb" and spec.module == "repro.experiments.staleness.experiment"
-    assert set(spec.profiles) == {"smoke", "cpu", "paper"}
+    assert set(spec.profiles) == {"smoke", "cpu", "threads", "paper"}
     for name in spec.profiles:
         spec.resolve(name)  # every profile validates
+
+
+def test_threads_profile_measures_threads_alone_where_they_do_not_outnumber_the_cores():
+    from repro.core import claims, params
+
+    p = params.spec("staleness").resolve("threads")
+    need = claims.load("staleness")["staleness_equals_n_threads"].threshold("min_runs")
+    assert max(p["thread_workers"]) <= 2 and 2 in p["thread_workers"]  # this machine's 2 cores
+    assert len(p["thread_seeds"]) >= need and p["thread_updates"] > 0 and not p["pipeline_check"]
+    # the rest at its smallest: no grid that any claim could judge
+    assert p["workers"] == [1] and p["periods"] == [1] and p["taus"] == [0] and p["mitigations"] == ["none"]

@@ -44,10 +44,11 @@ def test_the_identity_and_the_state_traffic_rows():
     out = _averaging()
     eq = out["k1_equals_single_machine"]
     assert eq.ours == "max |w_avg - w_single| = 1.0e-07 after 5 rounds (N = 4, plain SGD, global batch 128, small CNN)"
-    assert (eq.holds, eq.basis, eq.runs, eq.note) == (True, "equations", 0, v.IDENTITY)
+    assert (eq.holds, eq.basis, eq.runs, eq.gate.detail) == (True, "equations", 0, v.IDENTITY)
+    assert eq.gate.category.value == "not comparable"  # an identity that tests our code: never decided
     far = dict(SUMMARY, equivalence=dict(SUMMARY["equivalence"], max_abs_weight_difference=1.0))
     bad = _averaging(summary=far)["k1_equals_single_machine"]
-    assert bad.holds is False and bad.note.startswith("max difference 1.0e+00 > ")
+    assert bad.holds is False and bad.gate.detail.startswith("max difference 1.0e+00 > ")
     st = out["state_adds_traffic"]
     assert st.ours == "adam state is 2x the weights: a round moves 12.000 MB instead of 4.000 MB per worker"
     assert st.runs == 3 and st.gate.detail.endswith("the sizes are counted, nothing is measured")

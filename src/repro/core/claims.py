@@ -308,11 +308,11 @@ def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
 
 
 def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None) -> V.Verdict:
-    """A decided verdict of our runs (basis measured or emulated) stays decided only when the claim's digest is
-    the one its run recorded when it measured (``under``: ``{"digests": {id: digest}, "verdicts": {id: verdict
+    """A verdict of our runs (basis measured or emulated) that is decided now or was decided then stands only
+    when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id: digest}, "verdicts": {id: verdict
     then}}``); otherwise *rule changed after the data*, with the verdict it had then. ``under`` None: judged
     while measuring (the rules are today's by definition); ``{}``: a stored run that recorded nothing."""
-    if under is None or not verdict.decisive or V.Basis(basis) not in V.RUN_BASES:
+    if under is None or V.Basis(basis) not in V.RUN_BASES:
         return verdict
     then = (under.get("digests") or {}).get(claim.id)
     if then == claim.digest():
@@ -323,7 +323,16 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
         before = "none (the claim was added after the run measured)"
     else:
         before = (under.get("verdicts") or {}).get(claim.id) or "not recorded"
+    if not verdict.decisive and not _decided(before):
+        return verdict  # undecided then and now: nothing to flag
     return V.rule_changed(verdict, before)
+
+
+def _decided(verdict_text: str) -> bool:
+    try:
+        return V.category_of(verdict_text) in V.DECISIVE
+    except V.VerdictError:
+        return False
 
 
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments",

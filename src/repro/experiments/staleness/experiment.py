@@ -25,6 +25,7 @@ summary), :mod:`.verdicts` (a measurement per claim), :mod:`.plots` and :mod:`.c
 
 from __future__ import annotations
 
+import os
 import time
 
 import pandas as pd
@@ -97,7 +98,11 @@ class Staleness(harness.Experiment):
         run.write_json("equivalence", equivalence)
         avg_hist, avg_final = study.averaging_runs(models)
         async_hist, async_final, emulation_staleness = study.async_runs(models)
+        load_before = os.getloadavg()[0]
         thread_log, thread_summary, thread_dist = study.thread_runs(models)
+        run.note("thread_load_average", {  # other processes share the cores the threads run on
+            "before": round(load_before, 2), "after": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
+            "what": "the machine's 1-minute load average just before and after the thread runs"})
         tables = {
             "averaging_history": avg_hist, "averaging_final": avg_final,
             "period_summary": sm.period_summary(avg_final, p), "state_summary": sm.state_summary(avg_final),

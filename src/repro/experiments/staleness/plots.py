@@ -55,6 +55,13 @@ def plot_averaging_curves(result: Result):
     plots.style()
     h = result["averaging_history"]
     h = h[(h["part"] == "grid") & (h["workers"] > 1)].copy()
+    if not len(h):  # a profile without a multi-worker grid (threads): say so instead of an empty facet grid
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5.5, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no multi-worker averaging run in this profile", ha="center", va="center")
+        return plots.stamp(fig, result.provenance)
     h["k"] = h["period"].astype(str)
     grid = sns.relplot(data=h, x="epoch", y="test_accuracy", hue="k", col="workers", kind="line", marker="o",
                        errorbar="sd", height=3, aspect=1.1)

@@ -9,8 +9,9 @@ reads (:func:`period_measure`, :func:`hurts_measure`, :func:`thread_measure`,
 :func:`claims_table` is the chapter's view of that ledger.
 
 Three kinds of evidence: rows decided on the async emulation's injected delays (:func:`hurts_measure`,
-:func:`combined_best`, the mitigations) are basis ``emulated``; the k = 1 identity is basis ``equations``; the
-averaging grid and the real thread runs are ``measured`` (their claims name a ``counterfactual``).
+:func:`combined_best`, the mitigations) are basis ``emulated``; the k = 1 identity is basis ``equations``, shown
+and never decided (it tests our code); the averaging grid and the real thread runs (N up to the run's cores) are
+``measured`` (their claims name a ``counterfactual``). The gated claims' judges live in :mod:`.undecided`.
 
 On a pipeline check (``pipeline_check``, e.g. the smoke profile) every stochastic claim that
 would be compared becomes *not comparable*; exact and structural checks keep theirs.
@@ -29,8 +30,17 @@ from repro.experiments.staleness.async_sgd import GEOMETRIC_CAP, MITIGATIONS, st
 from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.study import EQUIVALENCE_STEPS
 from repro.experiments.staleness.summaries import paper_period
+from repro.experiments.staleness.undecided import (  # noqa: F401 - the gated claims' judges, with the others here
+    benefit_earlier_measure,
+    nothing,
+    one_machine_measure,
+    pts,
+    state_measure,
+    sync_no_staleness_measure,
+)
 
 NAME = "staleness"
+_none, _pts = nothing, pts
 MITIGATION_IDS = {"scaling": "mitigation_scaling", "soft_sync": "mitigation_soft_sync",
                   "bounded": "mitigation_bounded", "scaling+soft_sync": "mitigation_scaling_soft_sync"}
 INJECTED = {"fixed": "fixed: every gradient exactly tau updates old (staleness alone, without unequal worker speeds)",
@@ -41,10 +51,6 @@ INJECTED = {"fixed": "fixed: every gradient exactly tau updates old (staleness a
 
 def claim(cid: str) -> Claim:
     return claims.load(NAME)[cid]
-
-
-def _pts(v: float) -> str:
-    return f"{100 * v:+.1f} pts"
 
 
 def injected(dist: str) -> str:
@@ -65,14 +71,9 @@ def clears(diff: float, sd_a, sd_b, c: Claim) -> bool:
 EPS = 1e-12  # accuracy differences computed in floats: a drop of exactly the threshold (0.85 - 0.83) is within it
 
 
-def _none(ours: str, gate: V.Verdict) -> Measured:
-    """A claim with nothing of ours behind it (not testable here / not measured)."""
-    return Measured(ours=ours, gate=gate, basis="none", runs=0)
-
-
-# k = 1 is arithmetic, not an experiment: what the check confirms is our averaging code ('consistent')
+# k = 1 is arithmetic, not an experiment: the check tests our averaging code, not the paper (never decided)
 IDENTITY = ("an identity of plain SGD: the mean of N workers' steps on N minibatches is one step on their union; "
-            "the run confirms our averaging code")
+            "the run confirms our averaging code, which tests our code, not the paper")
 
 
 def equivalence(summary: dict, params: StalenessParams) -> dict:
@@ -86,14 +87,15 @@ def equivalence(summary: dict, params: StalenessParams) -> dict:
 
 
 def equivalence_measure(eq: dict) -> Measured:
-    """k = 1 averaging vs single-machine SGD: max weight difference within the claim's threshold."""
+    """k = 1 averaging vs single-machine SGD: max weight difference within the claim's threshold (our code is the
+    plain mean) or above it (a fault of ours); a gate either way: an identity that tests our code, not the paper."""
     diff, tol = (eq["max_abs_weight_difference"],
                  claim("k1_equals_single_machine").threshold("max_abs_weight_difference"))
     ok = diff <= tol
+    why = IDENTITY if ok else f"max difference {diff:.1e} > {tol:.0e}: a fault of our averaging code, not a finding"
     return Measured(ours=f"max |w_avg - w_single| = {diff:.1e} after {eq['rounds']} rounds (N = {eq['workers']}, "
                          f"plain SGD, global batch {eq['global_batch']}, small CNN)",
-                    holds=ok, basis="equations", runs=0,
-                    note=IDENTITY if ok else f"max difference {diff:.1e} > {tol:.0e}")
+                    holds=ok, basis="equations", runs=0, gate=V.not_comparable(why))
 
 
 def cheap_reason(params: StalenessParams, provenance: dict) -> str | None:
@@ -137,23 +139,69 @@ def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[st
     return out
 
 
-def _longer_periods(multi: pd.DataFrame, hi: int, c: Claim) -> str:
-    """Periods above the paper's range, reported (the paper says only that they may differ): each against k = 1,
-    'clearly worse' where it loses more than acceptable_drop beyond the seed spread."""
-    thr, k1 = c.threshold("acceptable_drop"), multi[multi["period"] == 1].set_index("workers")
-    parts = []
-    for r in multi[multi["period"] > hi].itertuples():
-        sd1 = k1["acc_sd"].get(r.workers, float("nan")) if "acc_sd" in k1 else float("nan")
-        bad = r.drop_vs_k1 > thr + EPS and clears(r.drop_vs_k1, sd1, getattr(r, "acc_sd", float("nan")), c)
-        worse = " (clearly worse)" if bad else ""
-        parts.append(f"N = {int(r.workers)}, k = {int(r.period)}: {_pts(-r.drop_vs_k1)}{worse}")
-    return "; ".join(parts) or "none run"
+def _long_status(grp: pd.DataFrame, mid: pd.DataFrame, c: Claim) -> tuple[str, str]:
+    """One N's longest period (k >= large_period_factor x 20) against k = 1 and the worst of its 10-20 periods:
+    (status, text). 'fails': below 10-20 beyond the seed spread and more than acceptable_drop below k = 1 beyond
+    it; 'acceptable': below 10-20 beyond the spread, within acceptable_drop of k = 1; 'unclear': below 10-20,
+    its loss against k = 1 within that spread; 'flat': no worse than 10-20 beyond the spread."""
+    thr, nan = c.threshold("acceptable_drop"), float("nan")
+    r = grp.loc[grp["period"].idxmax()]
+    w = mid.loc[mid["drop_vs_k1"].idxmax()]  # the worst of 10-20
+    k1 = grp[grp["period"] == 1]
+    sd1 = float(k1["acc_sd"].iloc[0]) if len(k1) and "acc_sd" in grp else nan
+    sd_r, sd_w = float(r.get("acc_sd", nan)), float(w.get("acc_sd", nan))
+    gap = float(r["drop_vs_k1"] - w["drop_vs_k1"])  # > 0: the long period is below the worst of 10-20
+    responds = gap > EPS and clears(gap, sd_w, sd_r, c)
+    loses = r["drop_vs_k1"] > thr + EPS and clears(r["drop_vs_k1"], sd1, sd_r, c)
+    status = ("flat" if not responds else "fails" if loses else
+              "acceptable" if r["drop_vs_k1"] <= thr + EPS else "unclear")
+    words = {"fails": "clearly worse", "acceptable": "worse than 10-20, yet acceptable",
+             "unclear": "worse than 10-20, its loss within the k = 1 seed spread",
+             "flat": "no worse than 10-20 beyond the seed spread"}[status]
+    return status, (f"N = {int(r['workers'])}, k = {int(r['period'])}: {_pts(0.0 - r['drop_vs_k1'])} vs k = 1, "
+                    f"{_pts(0.0 - gap)} vs k = {int(w['period'])} ({words})")  # 0.0 - x: no '-0.0'
+
+
+def _much_longer(multi: pd.DataFrame, c: Claim) -> list[tuple[str, str]]:
+    """(status, text) of :func:`_long_status` for every N > 1 that ran 10-20 and a much longer period."""
+    lo, hi = paper_period()
+    first = c.threshold("large_period_factor") * hi
+    out = []
+    for _, grp in multi.groupby("workers"):
+        mid = grp[(grp["period"] >= lo) & (grp["period"] <= hi)]
+        if len(mid) and (grp["period"] >= first - EPS).any():
+            out.append(_long_status(grp, mid, c))
+    return out
+
+
+def _period_contrast(multi: pd.DataFrame, tested: str, ours: str, runs: int, c: Claim) -> Measured:
+    """10-20 acceptable for every N: the verdict of the contrast, "much longer periods do not" (claims.yaml)."""
+    first = f"{c.threshold('large_period_factor') * paper_period()[1]:.0f}"
+    longs = _much_longer(multi, c)
+    ours += "; much longer periods: " + ("; ".join(t for _, t in longs) or f"none run (k >= {first})")
+    if not longs:
+        return Measured(ours=ours, runs=runs, gate=V.not_comparable(
+            f"the grid cannot tell periods apart: no period k >= {first} was run; 10-20 acceptable at k = {tested}"))
+    ok = [t for s, t in longs if s == "acceptable"]
+    if ok:
+        return Measured(ours=ours, holds=False, runs=runs, note=f"a much longer period still works: {'; '.join(ok)}")
+    flat = [t for s, t in longs if s == "flat"]
+    if flat:
+        return Measured(ours=ours, runs=runs, gate=V.not_comparable(
+            f"the grid cannot tell periods apart: {'; '.join(flat)}; 10-20 acceptable at k = {tested}"))
+    unclear = [t for s, t in longs if s == "unclear"]
+    if unclear:
+        return Measured(ours=ours, runs=runs, gate=V.not_comparable(
+            f"a much longer period is below 10-20, but its loss against k = 1 is within the seed spread: "
+            f"{'; '.join(unclear)}"))
+    return Measured(ours=ours, holds=True, runs=runs, note=f"acceptable at k = {tested} for every N > 1; much longer "
+                                                           f"periods clearly worse: {'; '.join(t for _, t in longs)}")
 
 
 def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
-    """"10-20 minibatches still work": k = 10, k = 20 (and any k between) within acceptable_drop of k = 1 for every
-    N > 1 (claims.yaml thresholds). Longer periods are reported, not required to fail: the paper says only that
-    their results may differ."""
+    """"10-20 minibatches work acceptably, much longer periods do not": k = 10, k = 20 (and any k between) within
+    acceptable_drop of k = 1 for every N > 1, then the contrast with much longer periods (:func:`_period_contrast`;
+    claims.yaml thresholds): a grid that does not respond to the period cannot tell 10-20 from any period."""
     c = claim("period_10_20_acceptable")
     thr, (lo, hi) = c.threshold("acceptable_drop"), paper_period()
     multi = ps[ps["workers"] > 1]
@@ -162,10 +210,8 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
         return _none("no period between 10 and 20 in this profile",
                      V.not_testable("no period in 10-20 in this profile"))
     k1sd = multi[multi["period"] == 1].set_index("workers")["acc_sd"] if "acc_sd" in multi else pd.Series(dtype=float)
-    longer = f"longer periods (reported, not judged): {_longer_periods(multi, hi, c)}"
     ours = (f"accuracy vs k = 1 (acceptable: within {100 * thr:.1f} pts): "
-            + "; ".join(f"N = {int(r.workers)}, k = {int(r.period)}: {_pts(-r.drop_vs_k1)}" for r in mid.itertuples())
-            + f"; {longer}")
+            + "; ".join(f"N = {int(r.workers)}, k = {int(r.period)}: {_pts(-r.drop_vs_k1)}" for r in mid.itertuples()))
     bad = mid[~(mid["drop_vs_k1"] <= thr + EPS)]  # a missing k = 1 reference (NaN) is not acceptable either
     if len(bad):
         clear = [r for r in bad.itertuples() if not r.drop_vs_k1 == r.drop_vs_k1
@@ -183,20 +229,7 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
         return Measured(ours=ours, runs=runs, gate=V.partly(
             f"acceptable at k = {tested}; the range {lo}-{hi} needs k = {lo} and k = {hi} for every N, "
             f"missing {', '.join(missing)}"))
-    return Measured(ours=ours, holds=True, runs=runs, note=f"acceptable at k = {tested} for every N > 1")
-
-
-def state_measure(ss: pd.DataFrame, p: StalenessParams, runs: int) -> Measured:
-    """Weights+state vs weights-only accuracy, reported; the claim is about network load (not comparable)."""
-    if not len(ss):
-        return _none("no state comparison in this profile", V.not_measured("no state_periods in this profile"))
-    piv = ss.pivot(index="period", columns="state_mode", values="acc_mean")
-    gains = (piv["weights+state"] - piv["weights"]).dropna()
-    return Measured(ours=f"{p.state.optimizer}, N = {p.state.workers}: "
-                         "weights+state minus weights-only accuracy: "
-                         + "; ".join(f"k = {int(k)}: {_pts(g)}" for k, g in gains.items()), runs=runs,
-                    gate=V.not_comparable("the paper's sentence is about what must be distributed and the network load "
-                                          "it adds, not about accuracy; our accuracy comparison is shown for context"))
+    return _period_contrast(multi, tested, ours, runs, c)
 
 
 def _thread_intervals(th: pd.DataFrame, c: Claim) -> list[tuple[int, float, float, str]]:
@@ -218,22 +251,50 @@ def _thread_intervals(th: pd.DataFrame, c: Claim) -> list[tuple[int, float, floa
     return out
 
 
-def thread_measure(th: pd.DataFrame, cheap: str | None = None) -> Measured:
-    """Mean staleness = N in the real multi-threaded runs, on the interval the seed spread gives (claims.yaml):
-    mean ± se_multiple standard errors inside N ± thread_tolerance for every N: holds; wholly outside for some N:
-    does not; else, with fewer than min_runs runs per N, no seed spread or on a pipeline check (``cheap``): a gate."""
+def run_cores(provenance: dict) -> int | None:
+    """The cores the run could use (provenance hardware: ``cores_available``, else ``logical_cores``), or None."""
+    hw = provenance.get("hardware") or {}
+    n = hw.get("cores_available") or hw.get("logical_cores")
+    return int(n) if n else None
+
+
+def _thread_scope(th: pd.DataFrame, cores: int | None, c: Claim) -> tuple[pd.DataFrame, str]:
+    """The rows the claim judges (2 <= N <= max_threads_per_core x cores) and why the others are not judged."""
+    over = th[th["workers"] > c.threshold("max_threads_per_core") * cores] if cores else th.iloc[:0]
+    judged = th[(th["workers"] >= 2) & ~th.index.isin(over.index)]
+    why = []
+    if len(over):
+        ns = " and ".join(", ".join(str(int(n)) for n in over["workers"]).rsplit(", ", 1))
+        why.append(f"{ns} threads on {cores} cores: measures the scheduler")
+    if (th["workers"] < 2).any():
+        why.append("N = 1 cannot be stale (one thread reads the version it updates)")
+    return judged, "; ".join(why)
+
+
+def thread_measure(th: pd.DataFrame, cores: int | None, cheap: str | None = None) -> Measured:
+    """Mean staleness = N in the real multi-threaded runs, on the interval the seed spread gives (claims.yaml), for
+    2 <= N <= the run's ``cores`` (more threads than cores measure the scheduler): mean ± se_multiple standard
+    errors inside N ± thread_tolerance for every judged N: holds; wholly outside for some N: does not; else, with
+    fewer than min_runs runs per N, no seed spread, no judged N or on a pipeline check (``cheap``): a gate."""
     if not len(th):
         return _none("thread run skipped", V.not_measured("thread_updates = 0"))
     c = claim("staleness_equals_n_threads")
     tol, need = c.threshold("thread_tolerance"), int(c.threshold("min_runs"))
-    runs = int(th["runs"].min()) if "runs" in th else 1
-    rows = _thread_intervals(th, c)
-    gave = "; ".join(f"N = {n}: mean {m:.2f}" + (f" ± {h:.2f}" if h == h else "") for n, m, h, _ in rows)
+    judged, skipped = _thread_scope(th, cores, c)
+    runs = int((judged if len(judged) else th)["runs"].min()) if "runs" in th else 1
+    gave = "; ".join(f"N = {n}: mean {m:.2f}" + (f" ± {h:.2f}" if h == h else "")
+                     for n, m, h, _ in _thread_intervals(th, c))
     ours = (gave + f" over {runs} run(s) per N (± {c.threshold('se_multiple'):g} standard errors over the runs; "
             "staleness = version created - version read; our log's updates-since-read + 1; real threads, "
-            "nothing injected)")
+            f"nothing injected; {cores or 'unrecorded'} cores)")
     if cheap:
         return Measured(ours=ours, runs=runs, gate=V.not_comparable(cheap))
+    if cores is None:
+        return Measured(ours=ours, runs=runs, gate=V.not_comparable(
+            "the run recorded no core count: its threads may outnumber its cores"))
+    if not len(judged):
+        return Measured(ours=ours, runs=runs, gate=V.not_comparable(skipped))
+    rows, aside = _thread_intervals(judged, c), f"; not judged: {skipped}" if skipped else ""
     if runs < need:
         return Measured(ours=ours, runs=runs, gate=V.not_comparable(
             f"{runs} run(s) per N, the rule needs >= {need}; they gave {gave}"))
@@ -241,12 +302,12 @@ def thread_measure(th: pd.DataFrame, cheap: str | None = None) -> Measured:
         return Measured(ours=ours, runs=runs, gate=V.not_comparable("the table records no run-to-run sd"))
     out = [f"N = {n}: {m:.2f} ± {h:.2f}" for n, m, h, w in rows if w == "outside"]
     if out:
-        return Measured(ours=ours, holds=False, runs=runs, note=f"{', '.join(out)} wholly outside N ± {tol}")
+        return Measured(ours=ours, holds=False, runs=runs, note=f"{', '.join(out)} wholly outside N ± {tol}{aside}")
     edge = [f"N = {n}: {m:.2f} ± {h:.2f}" for n, m, h, w in rows if w == "edge"]
     if edge:
         return Measured(ours=ours, runs=runs, gate=V.not_comparable(
-            f"{', '.join(edge)} straddles the edge of N ± {tol}: the seed spread cannot place the mean"))
-    return Measured(ours=ours, holds=True, runs=runs, note=f"every interval inside N ± {tol}")
+            f"{', '.join(edge)} straddles the edge of N ± {tol}: the seed spread cannot place the mean{aside}"))
+    return Measured(ours=ours, holds=True, runs=runs, note=f"every interval inside N ± {tol}{aside}")
 
 
 def hurts_measure(ts: pd.DataFrame, runs: int) -> Measured:
@@ -407,45 +468,6 @@ def _mitigations(t: dict, p: StalenessParams, runs: int) -> dict[str, Measured]:
     return out
 
 
-def _equal_time_pairs(hist: pd.DataFrame) -> tuple[list[tuple], list[int]]:
-    """One machine after E epochs vs each N-worker run after N x E epochs (same minibatch steps per worker),
-    best k, largest E with N x E <= epochs: ([(N, E, acc_1, steps_1, k, acc_N, steps_N)], N without a pair)."""
-    g = hist[hist["part"] == "grid"].groupby(["workers", "period", "epoch"])
-    acc = g.agg(acc=("test_accuracy", "mean"), steps=("local_steps", "mean")).reset_index()
-    epochs = int(acc["epoch"].max())
-    one = acc[acc["workers"] == 1].set_index("epoch")
-    pairs, unpaired = [], []
-    for n in sorted(int(w) for w in acc["workers"].unique() if w > 1):
-        e1 = epochs // n
-        if e1 < 1:
-            unpaired.append(n)
-            continue
-        cand = acc[(acc["workers"] == n) & (acc["epoch"] == n * e1)].sort_values("acc").iloc[-1]
-        pairs.append((n, e1, float(one.loc[e1, "acc"]), float(one.loc[e1, "steps"]), int(cand.period),
-                      float(cand.acc), float(cand.steps)))
-    return pairs, unpaired
-
-
-def one_machine_measure(t: dict, runs: int) -> Measured:
-    """"Train on one machine as long as you can", shown at equal emulated time (equal minibatch steps per worker,
-    communication free); always a gate: the cost of communication that decides the advice is not measured."""
-    ps, hist = t["period_summary"], t.get("averaging_history")
-    if not (len(ps[ps["workers"] == 1]) and (ps["workers"] > 1).any()) or hist is None or "local_steps" not in hist:
-        return _none("no single-worker run in this profile", V.not_testable("no N = 1 run in this profile"))
-    pairs, unpaired = _equal_time_pairs(hist)
-    parts = [f"N = {n}: one machine {a1:.3f} after {e} epoch(s) ({s1:.0f} steps) vs best k = {k}: {an:.3f} after "
-             f"{n * e} epochs ({sn:.0f} steps per worker)" for n, e, a1, s1, k, an, sn in pairs]
-    if unpaired:
-        parts.append(f"N = {', '.join(map(str, unpaired))}: fewer epochs than N, no equal-time pair")
-    ours = "equal emulated time (minibatch steps per worker; communication free): " + "; ".join(parts)
-    if not pairs:
-        return Measured(ours=ours, runs=runs, gate=V.not_comparable(
-            "no N-worker run has N x an epoch of the one machine: epochs < N for every N"))
-    lead = ", ".join(f"N = {n}: {_pts(an - a1)} vs one machine" for n, e, a1, s1, k, an, sn in pairs)
-    return Measured(ours=ours, runs=runs, gate=V.not_comparable(
-        f"with free communication {lead}; whether communication eats a lead or widens a gap is not measured"))
-
-
 def measurements(tables: dict, summary: dict, params: StalenessParams, provenance: dict) -> dict[str, Measured]:
     """One measurement per claim id of ``claims.yaml``, from what the run wrote."""
     runs, cheap = len(params.seeds), cheap_reason(params, provenance)
@@ -459,7 +481,9 @@ def measurements(tables: dict, summary: dict, params: StalenessParams, provenanc
            **_averaging(tables, summary, params, runs),
            "period_10_20_acceptable": period_measure(tables["period_summary"], runs),
            "state_averaging_needed": state_measure(tables["state_summary"], params, runs),
-           "staleness_equals_n_threads": thread_measure(tables["thread_staleness"], cheap),
+           "staleness_equals_n_threads": thread_measure(tables["thread_staleness"], run_cores(provenance), cheap),
+           "async_benefit_earlier": benefit_earlier_measure(),
+           "sync_no_staleness": sync_no_staleness_measure(tables["tau_summary"], runs),
            "staleness_hurts": hurts_measure(tables["tau_summary"], runs),
            **_mitigations(tables, params, runs), "one_machine_first": one_machine_measure(tables, runs)}
     for cid, c in claims.load(NAME).items():
