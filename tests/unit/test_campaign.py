@@ -69,6 +69,21 @@ def test_a_step_past_its_time_is_interrupted_then_killed_as_gnu_timeout_does():
     assert time.monotonic() - t < 10
 
 
+def test_a_step_is_interrupted_even_when_the_campaign_was_started_with_sigint_ignored():
+    """``nohup tools/gpu_campaign.sh … &`` starts everything with SIGINT ignored; the step must still get it."""
+    import signal
+
+    log, _ = _log()
+    env = dict(__import__("os").environ)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell without job control starts us
+    try:
+        t = time.monotonic()
+        assert device.timed(_python("import time; time.sleep(30)"), 0.5, env, log, kill_after=5) == 124
+        assert time.monotonic() - t < 4  # stopped by the SIGINT, not killed 5 s later
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _tar(path: Path, files: dict[str, str]) -> Path:
     with tarfile.open(path, "w:gz") as t:
         for name, text in files.items():

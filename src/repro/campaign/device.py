@@ -47,10 +47,18 @@ def environment(s: Settings, log: Log, site: Path, install: bool = True, how: st
             "REPRO_DEADLINE": str(int(s.t0 + s.deadline_s - s.stop_margin_s))}
 
 
+def default_sigint() -> None:
+    """In a child before it executes: SIGINT at its default. A shell without job control (``nohup … &``, a CI
+    runner) starts this process with SIGINT ignored, the child would inherit that, and the deadline's SIGINT
+    would do nothing (the step killed ``kill_after`` later instead of stopping cleanly)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def timed(cmd: list[str], seconds: float, env: dict, log: Log, kill_after: float = 20.0) -> int:
     """``cmd`` with its output into the log, SIGINT after ``seconds`` and SIGKILL ``kill_after`` later (as GNU
     ``timeout -s INT -k``): its exit status, 124 where it was interrupted, 137 where it had to be killed."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                            preexec_fn=default_sigint)
 
     def pump():
         assert proc.stdout is not None
