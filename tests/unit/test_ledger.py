@@ -128,18 +128,29 @@ def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch
     fake = {n: SimpleNamespace(name=n, notebook=f"0{i}_{n}.ipynb") for i, n in enumerate(("exp_a", "exp_b"))}
     monkeypatch.setattr(book._params, "experiments", lambda: fake)
     monkeypatch.setattr(book, "toc_experiments", lambda: list(fake.values()))
+    def made(name, params):
+        run = results.Run(name, "cpu", params, root=res)
+        (run.dir / "notebook.ipynb").write_text("{}")
+        run.write_csv("table", pd.DataFrame({"x": [1]}))
+        return run.finish()
+
     for name in ("exp_a", "exp_b"):
         for _ in range(2):
-            run = results.Run(name, "cpu", {}, root=res)
-            (run.dir / "notebook.ipynb").write_text("{}")
-            run.write_csv("table", pd.DataFrame({"x": [1]}))
-            newest = run.finish()
+            newest = made(name, {})
     copied = book.publish("cpu", results_dir=res)
     assert len(copied) == 2
     for name in ("exp_a", "exp_b"):
         runs = results.finished_runs(name, "cpu", pub)
         assert len(runs) == 1 and (runs[0] / "table.csv").is_file() and (runs[0] / "notebook.ipynb").is_file()
     assert results.latest_run("exp_b", "cpu", pub).name == newest.name
+    # a rerun with the same parameters joins the published one (the rerun rule); one with others replaces both
+    rerun = made("exp_a", {})
+    book.publish("cpu", results_dir=res)
+    assert [r.name for r in results.finished_runs("exp_a", "cpu", pub)][-1] == rerun.name
+    assert len(results.finished_runs("exp_a", "cpu", pub)) == 2
+    other = made("exp_a", {"epochs": 3})
+    book.publish("cpu", results_dir=res)
+    assert [r.name for r in results.finished_runs("exp_a", "cpu", pub)] == [other.name]
     assert book.default_published_profile() == "cpu"
     with pytest.raises(book.BookError, match="nothing to publish for profile 'paper': run `repro run all"):
         book.publish("paper", results_dir=res)

@@ -319,7 +319,9 @@ def default_published_profile() -> str:
 
 
 def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
-    """Copy the newest finished run of each experiment into ``published/<profile>/`` (same layout).
+    """Copy the newest finished run of each experiment into ``published/<profile>/`` (same layout). Earlier
+    published runs with the same parameters stay beside it (independent reruns: a random verdict is decided only
+    when two agree, :mod:`repro.core.statements`); those made with other parameters go.
 
     Experiments without a run of that profile are left as they are (``repro book`` then says which
     chapter has no published run)."""
@@ -331,9 +333,13 @@ def publish(profile: str, results_dir: Path | None = None) -> list[Path]:
     out = []
     for name, run in runs.items():
         dest_dir = results.experiment_dir(name, profile, published_root())
-        if dest_dir.exists():
-            shutil.rmtree(dest_dir)  # one published run per experiment and profile
+        params = results.read_provenance(run).get("parameters")
+        for old in results.finished_runs(name, profile, published_root()):  # reruns of the same parameters stay:
+            if old.name != run.name and results.read_provenance(old).get("parameters") != params:  # the rerun rule
+                shutil.rmtree(old)
         dest = dest_dir / run.name
+        if dest.exists():
+            shutil.rmtree(dest)
         shutil.copytree(run, dest, ignore=shutil.ignore_patterns(".*"))
         compress_traces(dest)
         results.atomic_write_text(dest_dir / "LATEST", run.name + "\n")
