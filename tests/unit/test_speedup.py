@@ -13,10 +13,10 @@ from repro.core import harness, paper, paramtypes
 from repro.core import verdicts as V
 from repro.core.harness import Result
 from repro.core.params import ParameterError
+from repro.experiments.speedup import emulation, parameters, statements
 from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup import experiment as speedup
 from repro.experiments.speedup import measure as sm
-from repro.experiments.speedup import parameters, statements
 from repro.experiments.speedup.measure import closed_cycle_rate, contention, extended_time
 from repro.experiments.speedup.programs import assign_shards
 
@@ -307,6 +307,10 @@ def test_thesis_claims_on_the_thesis_predictions():
     for cid, meas in m.items():
         if kinds[cid] == "measured":  # measure=false: nothing of ours behind it
             assert meas.gate.category is V.Category.NOT_MEASURED and meas.basis == "none", cid
+        elif kinds[cid] == "follows_parameters":  # no parameters table: nothing to set t_comm against
+            assert meas.gate == V.not_measured("no parameters table (count_parameters=false)"), cid
+        elif kinds[cid] == "stated":  # the thesis states it; nothing of ours can test it
+            assert meas.gate == V.not_testable(said[cid].why_not_decisive) and meas.basis == "none", cid
         elif said[cid].decisive:
             assert meas.basis == "equations" and meas.gate is None, cid
         else:  # true of the equation forms for any inputs: shown, gated not testable with the claim's reason
@@ -317,6 +321,17 @@ def test_thesis_claims_on_the_thesis_predictions():
                      "googlenet_split_distributed_predicted_up", "distributed_never_worse_predicted",
                      "one_worker_central_slower"):
         assert m[claim_id].holds is True, claim_id
+    # §7.1: Table 6.1's gradient times 0.719-0.821 s, 0.821 / 0.719 = 1.142 <= 1.25
+    assert m["t_grad_similar"].holds is True
+    assert m["t_grad_similar"].ours == "t_grad 0.719-0.821 s: largest / smallest = 1.14 (Table 6.1)"
+    # §8 against §6.4: sync-split GoogLeNet on the distributed server, N = 8: 8 / (1 + 2 x 7 x 0.210 / 0.763) = 1.65
+    assert m["estimates_found_ideal"].holds is False
+    assert m["estimates_found_ideal"].ours == (
+        "the thesis' measured best in 10 of 11 (network, mode); not in GoogLeNet sync-split: equations distributed, "
+        "N=8 (S=1.65), thesis sequential, §6.4 (measured slow-down: no parallel configuration faster)")
+    assert claims_mod.row(said["estimates_found_ideal"], m["estimates_found_ideal"])["verdict"].endswith(
+        "against the statement's the measured best (N, server) in every (network, mode); " + said[
+            "estimates_found_ideal"].rule["note"] + ")")
     # the thesis' §6.3 sentence on Resnet34 sync-join with the central server contradicts its own equations:
     # N = 2: 2 * 0.821 / ((3 + 4)/2 * 0.811 + 0.821) = 1.642 / 3.6595 = 0.449
     assert m["resnet34_join_central_above_one"].holds is False
@@ -358,7 +373,7 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     result = Result(Path("."), PREDICT_ONLY.replace(measure=True), {"experiment": "speedup"},
                     {"predictions": grid, "measured_vs_predicted": cmp})
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
-    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 33
+    assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 37
     by_claim = ledger.set_index("claim")
     said = claims_mod.load(speedup.NAME)
     # the CPU runs stand in for the thesis' cluster: what they show is said, but decides nothing either way
@@ -377,8 +392,10 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
     assert not ledger["verdict"].str.startswith("reproduced").any()
     eq_rows = ledger[ledger["basis"] == "equations"]
-    assert len(eq_rows) == 21 and eq_rows["category"].value_counts().to_dict() == {
-        "consistent": 14, "inconsistent": 5, "not testable here": 2}
+    # 14 - vgg16e_sequential_best (merged) - 3 best-configuration rows (decisive: false) + t_grad_similar = 11;
+    # 5 + estimates_found_ideal = 6; 2 + the 3 best-configuration rows = 5 (no parameters table: no follows row)
+    assert len(eq_rows) == 22 and eq_rows["category"].value_counts().to_dict() == {
+        "consistent": 11, "inconsistent": 6, "not testable here": 5}
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -493,11 +510,14 @@ def test_judge_re_derives_the_published_cpu_ledger():
     result = harness.load_result(runs[-1])
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
     published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str).set_index("claim")
+    # issue 47: the three best-configuration rows that hold for any t_comm < 4 t_grad and the stated sync-split
+    # identity are not testable; t_grad_similar and t_comm_follows_parameters consistent, estimates_found_ideal not;
+    # squeezenet_split_accurate a CPU stand-in row (not comparable)
     assert ledger["category"].value_counts().to_dict() == {
-        "consistent": 14, "not comparable": 12, "not testable here": 2, "inconsistent": 5}
+        "consistent": 12, "not comparable": 13, "not testable here": 6, "inconsistent": 6}
     measured = ledger[ledger["basis"] == "measured"].set_index("claim")
     both = measured.index.intersection(published.index)
-    assert len(both) == 5 and measured.loc[both, "ours"].tolist() == published.loc[both, "ours"].tolist()
+    assert len(both) == 6 and measured.loc[both, "ours"].tolist() == published.loc[both, "ours"].tolist()
 
 
 @pytest.mark.parametrize("rule, message", [
@@ -510,6 +530,9 @@ def test_judge_re_derives_the_published_cpu_ledger():
     ({"check": "best_workers", "expect": {"server": "central"}}, "check 'best_workers' expects a worker count"),
     ({"check": "measured", "config": {"mode": "async", "server": "central"}}, "rule: config must be {mode, server, workers}"),
     ({"check": "sometimes"}, "rule: check must be one of all, any"),
+    ({"check": "ideal_found"}, "rule: check 'ideal_found' needs cases"),
+    ({"check": "ideal_found", "cases": [{"network": "VGG16E", "mode": "async", "workers": 1}]},
+     "rule: cases must be a list of {network, mode, workers, server (optional), source}"),
 ])
 def test_a_bad_rule_is_one_line_naming_its_claim(rule, message):
     claim = claims_mod.load(speedup.NAME)["vgg16e_below_one"].model_copy(update={"rule": rule})
@@ -583,3 +606,40 @@ def test_the_replay_reruns_the_reported_cluster_at_the_thesis_d_and_alone_decide
     s = emulation.speedups({"emulated_vs_predicted": cmp, "emulated_replay": rep})
     assert s.loc[0, "runs"] == 5 and s.loc[0, "batches"] == 128 and s.loc[0, "speedup_measured"] == pytest.approx(6.53)
     assert s.loc[0, "each"] == pytest.approx(rep["speedup"].tolist())  # the grid's D = 8 run is not among them
+
+
+def test_squeezenet_split_accuracy_is_the_thesis_models_mape_on_each_server():
+    """§6.4 "accurate for both servers": MAPE of error_thesis per server, each <= accurate_mape (20 %)."""
+    from repro.experiments.speedup import accuracy
+
+    said = claims_mod.load(speedup.NAME)
+    rows = [("SqueezeNet", "sync-split", "central", 0.10), ("SqueezeNet", "sync-split", "central", -0.30),
+            ("SqueezeNet", "sync-split", "distributed", 0.05), ("SqueezeNet", "sync-join", "central", 0.90)]
+    plain = pd.DataFrame(rows, columns=["network", "mode", "server", "error_thesis"])
+    ours, ok = accuracy.split_accurate(plain, said)["squeezenet_split_accurate"]
+    assert ok and ours == ("SqueezeNet, sync-split, thesis model: MAPE 20 % central, 5 % distributed "
+                           "(accurate: <= 20 % on each)")  # (10 + 30) / 2 = 20: at the bound holds; sync-join ignored
+    plain.loc[1, "error_thesis"] = -0.31
+    assert accuracy.split_accurate(plain, said)["squeezenet_split_accurate"][1] is False
+    assert accuracy.split_accurate(plain[plain["server"] == "central"], said) == {}  # one server: nothing to say
+    # the emulated distributed server with its own shard nodes is not the thesis': gated like the other such rows
+    assert "squeezenet_split_accurate" in emulation.TOPOLOGY_BOUND
+
+
+def test_transfer_times_against_parameter_counts_need_the_thesis_input_and_classes():
+    """§7.1 "transfer times correspond to the parameter counts": the rate t_comm implies per network (32 bits x
+    count / t_comm), largest over smallest <= 1.25; counted at other sizes than 224 px / 256 classes: not comparable."""
+    par = pd.DataFrame({"network": list(eq.NETWORKS), "ours": [140_619_072, 6_235_952, 866_752, 21_416_000],
+                        "t_comm": eq.table_6_1()["t_comm"].to_numpy()})
+    grid = eq.predict_grid(eq.table_6_1(), 128, THESIS_LIMITS)
+    thesis = paramtypes.partial(speedup.NAME, {"measure": False, "networks": list(eq.NETWORKS), "emulate": None,
+                                               "input_size": 224, "num_classes": 256})
+    m = statements.measurements({"predictions": grid, "parameters": par}, thesis, ids=("t_comm_follows_parameters",))
+    # 32 x 866,752 / 0.033 = 840 Mb/s (SqueezeNet) ... 32 x 6,235,952 / 0.210 = 950 Mb/s (GoogLeNet): 1.13
+    assert m["t_comm_follows_parameters"].holds is True
+    assert m["t_comm_follows_parameters"].ours == ("implied rate 840-950 Mb/s (4 B x parameters / t_comm): "
+                                                   "largest / smallest = 1.13")
+    small = thesis.replace(input_size=64)
+    gated = statements.measurements({"predictions": grid, "parameters": par}, small, ids=("t_comm_follows_parameters",))
+    assert gated["t_comm_follows_parameters"].gate == V.not_comparable(
+        "parameters counted at 64 px and 256 classes, not the thesis' 224 px and 256 classes")

@@ -258,7 +258,7 @@ def replay(p: SpeedupParams, emu: Emulation, q: SpeedupParams, base, todo: list[
 TOPOLOGY_WHY = ("emulated topology: every PS shard is its own node, so a worker moves all its weights over its "
                 "link; the thesis kept shard k on worker k's machine")
 TOPOLOGY_BOUND = ("one_worker_distributed_measured", "distributed_predictions_trend",
-                  "googlenet_split_distributed_measured_down")
+                  "googlenet_split_distributed_measured_down", "squeezenet_split_accurate")
 # With shard k on worker k's node, N = 1 moves nothing over a link: its cost is the loopback transfer,
 # which runs at this machine's speed (and, dilated, k times faster), not the thesis' machines'.
 LOCAL_WHY = ("with one worker and its shard on one node nothing crosses an emulated link: the cost is this "

@@ -56,6 +56,7 @@ from repro import cluster
 from repro.book import plots as book_plots
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
+from repro.experiments.speedup import accuracy
 from repro.experiments.speedup import equations as eq
 from repro.experiments.speedup.paramtypes import SpeedupParams
 
@@ -410,6 +411,7 @@ def measured_claims(cmp: pd.DataFrame, said: dict) -> dict:
                 f"distributed / central measured speedup at N > 1: {ratio.min():.2f}-{ratio.max():.2f}",
                 bool((ratio >= 1.0).all()))
     out.update(_model_claims(plain, said))
+    out.update(accuracy.split_accurate(plain, said))
     out.update(_semaphore_claim(cmp, said))
     return out
 

@@ -25,7 +25,8 @@ TIE_RTOL = 1e-9  # speedups this close count as equal (sync-join and async coinc
 EQUATIONS = "the thesis' own equations on its Table 6.1 inputs"
 HOLDS = {True: "holds", False: "does not hold"}
 CPU_STAND_IN = "the thesis' GPUs at 224 px; our runs: CPU, small inputs"
-CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "servers_equal", "measured", "t_comm_ratio")
+CHECKS = ("all", "any", "best_workers", "best_config", "server_order", "servers_equal", "measured", "t_comm_ratio",
+          "t_grad_similar", "follows_parameters", "ideal_found", "stated")
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
@@ -50,6 +51,14 @@ def _expect(v) -> bool:
             and _int(v.get("workers", 1)))
 
 
+def _cases(v) -> bool:
+    """``ideal_found``'s cases: the best configuration the thesis reports measuring for a (network, mode)."""
+    return isinstance(v, list) and len(v) > 0 and all(
+        isinstance(c, dict) and {"network", "mode", "workers", "source"} <= set(c)
+        <= {"network", "mode", "workers", "server", "source"} and c["network"] in NETWORKS and c["mode"] in MODES
+        and _int(c["workers"]) and c.get("server", SERVERS[0]) in SERVERS for c in v)
+
+
 # rule key -> (valid?, what it must be)
 RULE_KEYS = {
     "check": (lambda v: v in CHECKS, f"one of {', '.join(CHECKS)}"),
@@ -62,9 +71,10 @@ RULE_KEYS = {
     "expect": (_expect, "a worker count or {modes, server, workers}"),
     "config": (_config, "{mode, server, workers}"),
     "note": (lambda v: isinstance(v, str), "text"),
+    "cases": (_cases, "a list of {network, mode, workers, server (optional), source}"),
 }
 _NEEDS = {"all": ("op", "value"), "any": ("op", "value"), "best_workers": ("expect",), "best_config": ("expect",),
-          "t_comm_ratio": ("network",), "servers_equal": ("network",)}
+          "t_comm_ratio": ("network",), "servers_equal": ("network",), "ideal_found": ("cases",)}
 
 
 def rule(claim: _claims.Claim) -> dict:
@@ -125,6 +135,8 @@ def _expected(claim: dict) -> str:
         return "the best at " + ", ".join(f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in where.items())
     if kind == "servers_equal":
         return "central and distributed about equal everywhere"
+    if kind == "ideal_found":
+        return "the measured best (N, server) in every (network, mode)"
     return "distributed >= central everywhere"
 
 
@@ -209,6 +221,67 @@ def t_comm_ratio(table: pd.DataFrame, network: str, claim: _claims.Claim, base: 
                             basis="equations", runs=0, note=note)
 
 
+def t_grad_similar(table: pd.DataFrame, claim: _claims.Claim) -> _claims.Measured:
+    """§7.1's "the gradient times of all four networks are similar", on ``table`` (Table 6.1): the largest
+    ``t_grad`` over the smallest, against the claim's ``similar_ratio`` (the thesis' own numbers)."""
+    t = table.set_index("network")["t_grad"]
+    ratio, limit = float(t.max() / t.min()), claim.threshold("similar_ratio")
+    ok = ratio <= limit
+    note = (f"Table 6.1's slowest gradient time ({t.idxmax()}, {t.max():.3f} s) is {ratio:.2f}x its fastest "
+            f"({t.idxmin()}, {t.min():.3f} s): {'within' if ok else 'beyond'} {limit:g}x")
+    return _claims.Measured(ours=f"t_grad {t.min():.3f}-{t.max():.3f} s: largest / smallest = {ratio:.2f} (Table 6.1)",
+                            holds=ok, basis="equations", runs=0, note=note)
+
+
+def follows_parameters(par: pd.DataFrame, claim: _claims.Claim) -> _claims.Measured:
+    """§7.1's "the transfer times correspond to the parameter counts", on ``par`` (the parameters table: network,
+    ours, t_comm): the rate each network's t_comm implies (4 bytes x parameters / t_comm), largest over smallest,
+    against the claim's ``proportional_ratio`` (t_comm proportional to the count up to one rate)."""
+    rate = (32 * par["ours"].astype(float) / par["t_comm"].astype(float) / 1e6).set_axis(par["network"])
+    ratio, limit = float(rate.max() / rate.min()), claim.threshold("proportional_ratio")
+    ok = ratio <= limit
+    shown = ", ".join(f"{net} {r:.0f}" for net, r in rate.items())
+    note = (f"t_comm of Table 6.1 over the parameter counts implies {shown} Mb/s: the largest {ratio:.2f}x the "
+            f"smallest, {'within' if ok else 'beyond'} {limit:g}x")
+    return _claims.Measured(ours=f"implied rate {rate.min():.0f}-{rate.max():.0f} Mb/s (4 B x parameters / t_comm): "
+                                 f"largest / smallest = {ratio:.2f}", holds=ok, basis="equations", runs=0, note=note)
+
+
+def _picked(sel: pd.DataFrame, case: dict) -> tuple[bool, str]:
+    """Whether the equations' best in ``sel`` (one network and mode, both servers) is the case's configuration."""
+    top = sel["speedup"].max()
+    ties = sel[np.isclose(sel["speedup"], top, rtol=TIE_RTOL, atol=0)]
+    hit = ties["workers"] == case["workers"]
+    if case["workers"] > 1 and case.get("server"):
+        hit &= ties["server"] == case["server"]
+    best = ties.iloc[0]
+    said = "sequential" if best["workers"] == 1 else f"{best['server']}, N={int(best['workers'])}"
+    return bool(hit.any()), f"{said} (S={top:.2f})"
+
+
+def ideal_found(grid: pd.DataFrame, spec: dict) -> dict:
+    """§8's "in every case the estimates determined the ideal number of workers and the server type": for each
+    case of the rule (the best configuration the thesis reports measuring for a network and mode), the equations'
+    best over both servers on ``grid``; N = 1 is sequential training (the distributed server's S = 1 there)."""
+    misses, n = [], 0
+    for case in spec["cases"]:
+        sel = grid[(grid["network"] == case["network"]) & (grid["mode"] == case["mode"])
+                   & grid["server"].isin(SERVERS)]
+        if sel.empty:
+            continue
+        n += 1
+        ok, said = _picked(sel, case)
+        if not ok:
+            thesis = ("sequential" if case["workers"] == 1
+                      else f"{case.get('server', 'either server')}, N={case['workers']}")
+            misses.append(f"{case['network']} {case['mode']}: equations {said}, thesis {thesis}, {case['source']}")
+    if n == 0:
+        raise ValueError(f"claim {spec['id']}: no predictions match its cases")
+    return {"ours": f"the thesis' measured best in {n - len(misses)} of {n} (network, mode)"
+                    + (f"; not in {'; '.join(misses)}" if misses else ""),
+            "verdict": "fail" if misses else "pass"}
+
+
 def servers_equal(grid: pd.DataFrame, spec: dict, rtol: float) -> dict:
     """The central server's predicted speedup over the distributed server's in every (mode, N) of the selection:
     passes when each is within ``rtol`` of 1 (a statement that the server type does not matter)."""
@@ -223,15 +296,48 @@ def servers_equal(grid: pd.DataFrame, spec: dict, rtol: float) -> dict:
             "verdict": "pass" if bool(((ratio - 1).abs() <= rtol).all()) else "fail"}
 
 
-def _one(grid: pd.DataFrame, spec: dict, params: SpeedupParams, ours_measured: dict | None,
+ALL_NETWORKS = ("t_grad_similar", "follows_parameters", "ideal_found")  # checks about all four networks
+THESIS_SHAPE = (224, 256)  # the thesis' input size and classes (chapter 5: Caltech256, 256 classes, at 224x224)
+
+
+def _own_numbers(tables: dict[str, pd.DataFrame], spec: dict, params: SpeedupParams) -> _claims.Measured | None:
+    """A statement about the thesis' own numbers (Table 6.1, parameter counts, its reported best configurations) or
+    one that it only states; None for the others."""
+    claim, kind = _claims.load(NAME)[spec["id"]], spec["check"]
+    if kind == "stated":
+        return _claims.Measured(ours="–", gate=V.not_testable(claim.why_not_decisive), basis="none", runs=0)
+    if kind in ALL_NETWORKS and set(NETWORKS) - set(params.networks):
+        return _claims.Measured(ours="–", gate=V.not_measured("a statement about all four networks; this run has "
+                                                              f"{', '.join(params.networks)}"), basis="none", runs=0)
+    if kind == "t_comm_ratio":
+        return t_comm_ratio(table_6_1(), spec["network"], claim)
+    if kind == "t_grad_similar":
+        return t_grad_similar(table_6_1(), claim)
+    if kind == "follows_parameters":
+        if "parameters" not in tables:
+            return _claims.Measured(ours="–", gate=V.not_measured("no parameters table (count_parameters=false)"),
+                                    basis="none", runs=0)
+        if (params.input_size, params.num_classes) != THESIS_SHAPE:
+            return _claims.Measured(ours="–", basis="none", runs=0, gate=V.not_comparable(
+                f"parameters counted at {params.input_size} px and {params.num_classes} classes, not the thesis' "
+                f"{THESIS_SHAPE[0]} px and {THESIS_SHAPE[1]} classes"))
+        return follows_parameters(tables["parameters"], claim)
+    if kind == "ideal_found":
+        return _equations(spec, ideal_found(tables["predictions"], spec))
+    return None
+
+
+def _one(tables: dict[str, pd.DataFrame], spec: dict, params: SpeedupParams, ours_measured: dict | None,
          ours_emulated: dict | None = None) -> _claims.Measured:
     """The measurement behind one claim (``ours_measured``: our runs' checks, ``None`` without runs;
     ``ours_emulated``: the emulated grid's, which decide a statement about the thesis' runs first)."""
+    grid = tables["predictions"]
     if spec.get("network") and spec["network"] not in params.networks:
         return _claims.Measured(ours="–", gate=V.not_measured(f"{spec['network']} is not in this run's networks"),
                                 basis="none", runs=0)
-    if spec["check"] == "t_comm_ratio":
-        return t_comm_ratio(table_6_1(), spec["network"], _claims.load(NAME)[spec["id"]])
+    own = _own_numbers(tables, spec, params)
+    if own is not None:
+        return own
     if spec["check"] == "servers_equal":
         return _equations(spec, servers_equal(grid, spec, _claims.load(NAME)[spec["id"]].threshold("equal_rtol")))
     res = check_claim(grid, spec)
@@ -262,22 +368,28 @@ def _undecidable(m: _claims.Measured, claim: _claims.Claim) -> _claims.Measured:
                             gate=V.not_testable(claim.why_not_decisive + shown))
 
 
-def measurements(tables: dict[str, pd.DataFrame], params: SpeedupParams) -> dict[str, _claims.Measured]:
-    """One measurement per claim id, from the run's tables ``predictions``, ``measured_vs_predicted``
-    and (emulated profiles) ``emulated_vs_predicted``, ``emulated_runs``, ``dilation_check``."""
+def measurements(tables: dict[str, pd.DataFrame], params: SpeedupParams,
+                 ids: tuple[str, ...] | None = None) -> dict[str, _claims.Measured]:
+    """One measurement per claim id (``ids``: only those), from the run's tables ``predictions``, ``parameters``,
+    ``measured_vs_predicted`` and (emulated profiles) ``emulated_vs_predicted``, ``emulated_runs``,
+    ``dilation_check``."""
     said = _claims.load(NAME)
     measured = params.measure.enabled and "measured_vs_predicted" in tables
     ours_measured = measured_claims(tables["measured_vs_predicted"], said) if measured else None
     profile = params.emulate.hardware
     ours_emulated = (emulation.claim_values(tables, thesis_claims(), said, profile, details=True)
                      if profile not in (None, "none") and "emulated_vs_predicted" in tables else None)
-    return {s["id"]: _undecidable(_one(tables["predictions"], s, params, ours_measured, ours_emulated), said[s["id"]])
-            for s in thesis_claims()}
+    return {s["id"]: _undecidable(_one(tables, s, params, ours_measured, ours_emulated), said[s["id"]])
+            for s in thesis_claims() if ids is None or s["id"] in ids}
 
 
 def verdicts(ledger: pd.DataFrame) -> dict[str, str]:
     """The ledger's verdict per claim id (its rows follow claims.yaml), for the chapter's other tables."""
     return dict(zip(_claims.load(NAME), ledger["verdict"]))
+
+
+KIND = {"measured": "measurement", "stated": "statement", "t_comm_ratio": "Table 6.1",
+        "t_grad_similar": "Table 6.1", "follows_parameters": "Table 6.1"}  # the claims table's kind of statement
 
 
 def claims_table(measured: dict[str, _claims.Measured], verdict: dict[str, str]) -> pd.DataFrame:
@@ -287,7 +399,7 @@ def claims_table(measured: dict[str, _claims.Measured], verdict: dict[str, str])
     for spec in thesis_claims():
         cid, m = spec["id"], measured[spec["id"]]
         rows.append({"id": cid, "network": spec.get("network") or "all", "source": said[cid].source,
-                     "kind": "measurement" if spec["check"] == "measured" else "prediction",
+                     "kind": KIND.get(spec["check"], "prediction"),
                      "statement": said[cid].text, "ours": m.ours,
                      "holds": "" if m.holds is None else ("yes" if m.holds else "no"),
                      "verdict": verdict[cid], "basis": m.basis, "note": spec.get("note", "")})
