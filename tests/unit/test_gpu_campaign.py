@@ -186,7 +186,7 @@ def test_the_book_takes_a_published_dir_named_after_the_gpu_not_the_profile(tmp_
     run.mkdir(parents=True)
     (run / "provenance.json").write_text(json.dumps({"status": "complete", "profile": "gpu-h100",
                                                      "experiment": "mnist_cnn"}))
-    (run / "notebook.ipynb").write_text("{}")
+    (run / "notebook.ipynb").write_text(__import__("nbformat").writes(__import__("nbformat").v4.new_notebook()))
     assert results.latest_run("mnist_cnn", "gpu-h200", root, need="notebook.ipynb") == run
     used = book.stage("gpu-h200", tmp_path / "stage", root, partial=True)
     assert used == [run] and (tmp_path / "stage" / "notebooks" / "01_mnist_cnn.ipynb").is_file()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import importlib
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from repro.core import claims as _claims
-from repro.core import history, provenance, results
+from repro.core import errors, history, provenance, results
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
@@ -65,6 +66,7 @@ class Output:
 
     tables: dict[str, pd.DataFrame]
     summary: dict = field(default_factory=dict)
+    discard: list[Path] = field(default_factory=list)  # what the run needs only until its judge has run (checkpoints)
 
 
 ExperimentError = _params.ParameterError  # an experiment folder whose EXPERIMENT does not fit the interface
@@ -124,12 +126,31 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
         raise
 
 
+JUDGE_FAILED = "judge failed"  # provenance status of a run whose measurement is kept but whose judge raised
+DISCARD = "discard_after_judge"  # provenance: what goes once the judge has run (kept for `repro rejudge`)
+
+
 def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Result:
     out = exp.measure(run_, p, inputs)
     for name, df in out.tables.items():
         run_.write_csv(name, df)
     run_.write_json("summary", out.summary)
+    run_.note(DISCARD, [str(path) for path in out.discard])
     result = Result(run_.dir, p, run_.record, dict(out.tables), out.summary)
+    try:
+        _judge_into(exp, run_, result)
+    except Exception as err:  # noqa: BLE001 - any fault of a judge: the measurement is kept, then it is re-raised
+        run_.note("judge_error", f"{type(err).__name__}: {err}")
+        kept = run_.finish(status=JUDGE_FAILED)
+        raise errors.RunFailed(
+            f"{exp.name}: the judge failed ({type(err).__name__}: {err}); the measurement is kept in {kept} "
+            f"(status '{JUDGE_FAILED}'); once the judge is fixed, `repro rejudge {kept}` completes the run") from err
+    discard(out.discard)
+    result.run_dir = run_.finish()
+    return result
+
+
+def _judge_into(exp: Experiment, run_: Run, result: Result) -> None:
     measured = exp.judge(result)
     ledger = _claims.ledger(exp.name, measured)
     run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
@@ -142,8 +163,15 @@ def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Re
     if views.summary:
         result.summary = {**result.summary, **views.summary}
         run_.write_json("summary", result.summary)
-    result.run_dir = run_.finish()
-    return result
+
+
+def discard(paths) -> None:
+    """Remove what a run needed only until its judge had run (its checkpoints)."""
+    for path in map(Path, paths or []):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            path.unlink()
 
 
 def load(exp: Experiment, run_dir) -> Result:
@@ -222,8 +250,13 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
                if not (run_dir / name).is_file() or (run_dir / name).read_text() != text]
     for name in changed:
         results.atomic_write_text(run_dir / name, texts[name])
+    record = dict(result.provenance)
+    if record.get("status") == JUDGE_FAILED:  # its judge has run now: the run is complete, its checkpoints go
+        record.update(status="complete", judge_error=None)
+        discard(record.get(DISCARD))
+        changed.append("provenance.json")
     if changed:
-        record = dict(result.provenance, ledger_rejudged={
-            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())})
+        record["ledger_rejudged"] = {
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())}
         results.atomic_write_json(run_dir / "provenance.json", record)
     return ledger, changed

@@ -91,14 +91,15 @@ def create_run_dir(experiment: str, profile: str, root: Path | None = None) -> P
     return path
 
 
-def finalize_run_dir(path: Path) -> Path:
-    """Rename an ``.incomplete-<id>`` directory to ``<id>`` and point LATEST at it."""
+def finalize_run_dir(path: Path, latest: bool = True) -> Path:
+    """Rename an ``.incomplete-<id>`` directory to ``<id>`` and (``latest``) point LATEST at it."""
     path = Path(path)
     if not path.name.startswith(INCOMPLETE):
         raise ValueError(f"{path} is not an incomplete run directory")
     final = path.with_name(path.name[len(INCOMPLETE):])
     path.rename(final)
-    atomic_write_text(final.parent / "LATEST", final.name + "\n")
+    if latest:
+        atomic_write_text(final.parent / "LATEST", final.name + "\n")
     return final
 
 
@@ -125,6 +126,7 @@ def finished_runs(experiment: str, profile: str, root: Path | None = None) -> li
 def latest_run(experiment: str, profile: str, root: Path | None = None, need: str | None = None) -> Path | None:
     """The newest finished run (optionally one that contains the file ``need``)."""
     runs = [r for r in finished_runs(experiment, profile, root) if need is None or (r / need).exists()]
+    runs = [r for r in runs if read_provenance(r).get("status", "complete") == "complete"]  # not a judge that failed
     return runs[-1] if runs else None
 
 
@@ -174,18 +176,19 @@ class Run:
     def path(self, name: str) -> Path:
         return self.dir / name
 
-    def finish(self) -> Path:
-        """Record the end time; rename the directory into place."""
+    def finish(self, status: str = "complete") -> Path:
+        """Record the end time and ``status``; rename the directory into place (a run whose judge failed is
+        finished with its status saying so: its measurement kept for ``repro rejudge``)."""
         end = datetime.now(timezone.utc)
         self.record["finished_at"] = end.isoformat()
         if not self.record["hardware"].get("gpus"):  # TensorFlow is loaded by now: ask it which GPUs it saw
             self.record["hardware"]["gpus"] = provenance.gpus()
         start = datetime.fromisoformat(self.record["started_at"])
         self.record["duration_s"] = round((end - start).total_seconds(), 3)
-        self.record["status"] = "complete"
+        self.record["status"] = status
         self._save_record()
         if self.dir.name.startswith(INCOMPLETE):
-            self.dir = finalize_run_dir(self.dir)
+            self.dir = finalize_run_dir(self.dir, latest=status == "complete")
         return self.dir
 
 

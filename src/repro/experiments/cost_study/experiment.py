@@ -206,8 +206,8 @@ class CostStudy(harness.Experiment):
         run.write_json("amdahl", analysis.nan_to_none(fits))
         summary = analysis.make_summary(runs, tables["scaling"], p, gpu, docker, prices)
         tables = {"runs": runs, "epochs": epochs, **tables}
-        shutil.rmtree(resume.checkpoint_root(run.dir, p), ignore_errors=True)  # whole: rows kept, not checkpoints
-        return harness.Output(tables, summary)
+        # whole: rows kept, not checkpoints, once the judge has run
+        return harness.Output(tables, summary, discard=[resume.checkpoint_root(run.dir, p)])
 
     def judge(self, result: Result) -> dict[str, claims.Measured]:
         return verdicts.measure_claims(result.tables, result.params, result.summary)

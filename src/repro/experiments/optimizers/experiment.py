@@ -102,9 +102,8 @@ class Optimizers(harness.Experiment):
         summary = summarize(history, p.target_accuracy)
         ok, why = comparable(p, ds.info, run.record.get("device"))
         tables = {"history": history, "summary": summary, **tables}
-        # every training run has finished: its results, not its checkpoints, are kept
-        shutil.rmtree(ckpt, ignore_errors=True)
-        return harness.Output(tables, {"comparable": ok, "not_comparable_because": why})
+        # every training run has finished: its results, not its checkpoints, are kept once the judge has run
+        return harness.Output(tables, {"comparable": ok, "not_comparable_because": why}, discard=[ckpt])
 
     def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
         """From the summary table; a stored run's summary without the final test loss gets it from its history."""

@@ -1,0 +1,55 @@
+"""A run never loses a finished measurement: a judge that raises leaves the run's data (and its checkpoints) in
+place, marked, and `repro rejudge` completes it; checkpoints go only once the judge has run."""
+
+import pandas as pd
+import pytest
+
+from repro.core import claims, errors, harness, results
+from repro.core import verdicts as V
+
+
+class Fake(harness.Experiment):
+    name = "mnist_cnn"  # its claims.yaml (one claim) and profiles; measure and judge are the test's
+
+    def __init__(self, ckpt, fail=True):
+        self.ckpt, self.fail = ckpt, fail
+
+    def prepare(self, p):
+        return None
+
+    def measure(self, run, p, inputs):
+        self.ckpt.mkdir(parents=True, exist_ok=True)
+        (self.ckpt / "model.keras").write_text("weights")
+        return harness.Output({"summary": pd.DataFrame({"accuracy": [0.97]})}, {"hours": 3}, discard=[self.ckpt])
+
+    def judge(self, result):
+        if self.fail:
+            raise KeyError("adadelta")  # e.g. an optimizer the paper's table has no label for
+        acc = float(result["summary"]["accuracy"].iloc[0])
+        return {"accuracy_12ep": claims.Measured(ours=f"{acc:.2f}", gate=V.not_comparable("a test"))}
+
+    def verdict_views(self, result, measured, ledger):
+        return harness.Output({})
+
+
+def test_a_judge_that_fails_keeps_the_measurement_and_rejudge_completes_it(tmp_path, monkeypatch):
+    ckpt = tmp_path / "checkpoints"
+    exp = Fake(ckpt)
+    with pytest.raises(errors.RunFailed, match="the measurement is kept in .*repro rejudge"):
+        harness.run(exp, "smoke", None, root=tmp_path / "results")
+    [kept] = results.finished_runs("mnist_cnn", "smoke", tmp_path / "results")
+    record = results.read_provenance(kept)
+    assert record["status"] == harness.JUDGE_FAILED and "KeyError" in record["judge_error"]
+    assert (kept / "summary.csv").is_file() and (ckpt / "model.keras").is_file()  # data and checkpoints kept
+    assert results.latest_run("mnist_cnn", "smoke", tmp_path / "results") is None  # never read as a finished run
+    exp.fail = False  # the judge is fixed
+    monkeypatch.setattr(harness, "experiment", lambda name: exp)
+    ledger, changed = harness.rejudge_run(kept, git={"commit": "test", "dirty": False})
+    assert ledger["category"].tolist() == ["not comparable"] and "provenance.json" in changed
+    assert results.read_provenance(kept)["status"] == "complete" and not ckpt.exists()  # completed, then cleaned
+
+
+def test_checkpoints_go_only_after_the_judge_has_run(tmp_path):
+    ckpt = tmp_path / "checkpoints"
+    out = harness.run(Fake(ckpt, fail=False), "smoke", None, root=tmp_path / "results")
+    assert out.tables["ledger"]["category"].tolist() == ["not comparable"] and not ckpt.exists()
