@@ -309,9 +309,10 @@ def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
 
 def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None) -> V.Verdict:
     """A verdict of our runs (basis measured or emulated) that is decided now or was decided then stands only
-    when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id: digest}, "verdicts": {id: verdict
-    then}}``); otherwise *rule changed after the data*, with the verdict it had then. ``under`` None: judged
-    while measuring (the rules are today's by definition); ``{}``: a stored run that recorded nothing."""
+    when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id:
+    digest}, "verdicts": {id: verdict then}}``); otherwise *rule changed after the data*, with the verdict it
+    had then. ``under`` None: judged while measuring (the rules are today's by definition); ``{}``: a stored
+    run that recorded nothing."""
     if under is None or V.Basis(basis) not in V.RUN_BASES:
         return verdict
     then = (under.get("digests") or {}).get(claim.id)
