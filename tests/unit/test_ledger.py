@@ -74,7 +74,7 @@ def test_collect_and_the_front_page_link_to_the_evidence(tmp_path):
     # a pipe inside a cell cannot break the table; each statement links every row of its evidence
     assert "Adam &#124; best" in md and "| measured | **differs** (measured) |" in md
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">measured · cpu</a>, 2 runs: **differs**' in md
-    assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here |" in md
+    assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here: cluster |" in md
     counts = front.counts_table(st)
     assert "| measured: the paper measured it | 1 | 0 | 1 | 2 |" in counts
     assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 1 |" in counts

@@ -42,12 +42,18 @@ def _evidence(rows: list[dict], pages: dict) -> str:
     return "<br>".join(parts)
 
 
+def _why(row: dict, limit: int = 140) -> str:
+    """The reason a row gives for its gate, cut to ``limit`` characters (the full text is on the rows page)."""
+    detail = row["verdict"][len(row["category"]):].strip(" ()")
+    return (detail[:limit].rsplit(" ", 1)[0] + " …") if len(detail) > limit else detail
+
+
 def statements_table(st: pd.DataFrame, pages: dict) -> str:
     """One row per statement: the paper, the statement and its number, what the paper did, our verdict, every
     row of evidence (linked to its chapter table)."""
     lines = ["| paper | statement (the paper says) | paper did | verdict | our evidence |", "|---|---|---|---|---|"]
     for r in st.itertuples():
-        verdict = f"**{r.category}** ({r.basis})" if r.state == S.DECIDED else r.state
+        verdict = f"**{r.category}** ({r.basis})" if r.state == S.DECIDED else f"{r.state}: {_why(r.rows[0])}"
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"{{cite:t}}`{r.paper}`", f"{r.claim} (*{r.paper_value}*)", r.paper_did, verdict,
             _evidence(r.rows, pages))) + " |")
