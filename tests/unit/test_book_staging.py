@@ -41,3 +41,16 @@ def test_code_is_folded_and_a_companion_chapter_names_its_profile(tmp_path):
     cells = nbformat.read(path, as_version=4).cells
     assert cells[0].source == "# Staleness (the `threads` run)\nintro"
     assert [c.metadata["tags"] for c in cells[1:]] == [["parameters", "hide-input"], ["hide-input"]]
+
+
+def test_a_section_can_need_a_summary_key_the_run_set(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    cell = nbformat.v4.new_markdown_cell("At mean staleness {glue:text}`tau` the best was ...")
+    cell.metadata["tags"] = ["needs:summary.max_tau"]
+    path = tmp_path / "ch.ipynb"
+    for summary, kept in (('{"max_tau": 0}', False), ("{}", False), ('{"max_tau": 64}', True)):
+        _nb(path, [nbformat.v4.new_markdown_cell("# T"), cell])
+        (run / "summary.json").write_text(summary)
+        assert (book.prune_sections(path, run) == []) is kept
+        assert ("{glue" in nbformat.read(path, as_version=4).cells[1].source) is kept

@@ -8,6 +8,7 @@ A missing run is an error, so a partial book never passes for a whole one.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -164,28 +165,39 @@ def _absent_markdown(profile: str, missing: list[str]) -> str:
             "those chapters are left out.\n```\n")
 
 
-NEEDS = "needs:"  # a cell tag: ``needs:<file>``: the cell belongs to a section that reads that file of the run
+NEEDS = "needs:"  # a cell tag: ``needs:<file>`` or ``needs:summary.<key>``: the section reads that part of the run
+
+
+def _has(run: Path, need: str) -> bool:
+    """Whether the run made ``need``: a file, or (``summary.<key>``) a key of its summary.json that is set
+    (not missing, null, zero or empty)."""
+    if need.startswith("summary."):
+        path = run / "summary.json"
+        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return bool(summary.get(need[len("summary."):]))
+    return (run / need).exists()
 
 
 def prune_sections(notebook: Path, run: Path) -> list[str]:
-    """Leave out of a staged chapter the cells whose section reads a file this run did not make (tag
-    ``needs:<file>``: e.g. the emulated grid of a profile that runs none), with one line where they were, so
-    that no sentence of the chapter is left with a hole ("not run in this profile"). Returns the files missed."""
+    """Leave out of a staged chapter the cells whose section reads a part this run did not make (tag
+    ``needs:<file>`` or ``needs:summary.<key>``: e.g. the emulated grid of a profile that runs none), with one
+    line where they were, so that no sentence of the chapter is left with a hole ("not run in this profile").
+    Returns the parts missed."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     kept, missed = [], []
     for cell in nb.cells:
         need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", []) if t.startswith(NEEDS)), None)
-        if need is None or (run / need).exists():
+        if need is None or _has(run, need):
             kept.append(cell)
             continue
         if need not in missed:
             missed.append(need)
             kept.append(nbformat.v4.new_markdown_cell(
                 f"```{{note}}\nA section is left out here: it reads `{need}`, which this profile's run does not "
-                "make (the profile does not run that part). A run of a profile that does (its chapter is a section "
-                "under this one in the published book) shows it.\n```"))
+                "make (the profile does not run that part). A run of a profile that does (in the published book, "
+                "the chapter this one is a section of, or a section beside it) shows it.\n```"))
     if missed:
         nb.cells = kept
         nbformat.write(nb, notebook)

@@ -73,7 +73,7 @@ AGREES = ("reproduced", "consistent")
 
 
 def _short(r) -> str:
-    return f"{r.claim} ({{cite:t}}`{r.paper}`): **{r.category}**"
+    return f"{r.headline_claim} ({{cite:t}}`{r.paper}`): **{r.category}**"
 
 
 def _flagged(rows: pd.DataFrame, category: V.Category) -> pd.DataFrame:

@@ -96,10 +96,11 @@ def statements(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per statement of ``rows`` (ledgers of several experiments and profiles, columns
     :data:`repro.core.ledger.STORED` and ``experiment``, ``page``, ``profile``), in first-seen order: paper,
     statement, claim (its first claim's text), paper_value, paper_did, state (:data:`STATES`), headline
-    (the deciding row's verdict, else ""), category, basis, and ``rows`` (every row behind it, strongest first)."""
+    (the deciding row's verdict, else ""), category, basis, headline_claim (the text of the claim of that row),
+    and ``rows`` (every row behind it, strongest first)."""
     if rows.empty:
         return pd.DataFrame(columns=["paper", "statement", "claim", "paper_value", "paper_did", "state", "headline",
-                                     "category", "basis", "experiment", "rows"])
+                                     "category", "basis", "headline_claim", "experiment", "rows"])
     out = []
     for stmt, g in rows.groupby("statement", sort=False):
         ranked = sorted((r for _, r in g.iterrows()), key=lambda r: (not _decided(r["category"]), -_strength(r)))
@@ -116,6 +117,7 @@ def statements(rows: pd.DataFrame) -> pd.DataFrame:
                     "paper_value": first["paper_value"], "paper_did": did, "state": state,
                     "headline": head["verdict"] if state == DECIDED else "",
                     "category": head["category"] if state == DECIDED else "", "basis": head["basis"],
+                    "headline_claim": head["claim"],
                     "experiment": first["experiment"], "rows": [dict(r) for r in ranked]})
     return pd.DataFrame(out)
 
