@@ -53,3 +53,15 @@ def test_checkpoints_go_only_after_the_judge_has_run(tmp_path):
     ckpt = tmp_path / "checkpoints"
     out = harness.run(Fake(ckpt, fail=False), "smoke", None, root=tmp_path / "results")
     assert out.tables["ledger"]["category"].tolist() == ["not comparable"] and not ckpt.exists()
+
+
+def test_the_rendered_notebook_is_given_the_parameters_the_run_changed(tmp_path):
+    from repro.core import runner
+
+    out = harness.run(Fake(tmp_path / "c", fail=False), "smoke", {"epochs": 3}, root=tmp_path / "results")
+    assert out.provenance["overrides"] == {"epochs": 3} and runner.overrides_of(out.provenance) == {"epochs": 3}
+    # a run older than the record: the names its command line gave with -p, at the values it ran with
+    old = {"command": "repro run mnist_cnn --profile smoke -p epochs=3 --param seeds=0,1",
+           "parameters": {"epochs": 3, "seeds": [0, 1], "batch_size": 128}}
+    assert runner.overrides_of(old) == {"epochs": 3, "seeds": [0, 1]}
+    assert runner.overrides_of({"command": "repro run mnist_cnn --profile cpu", "parameters": {"epochs": 12}}) == {}

@@ -118,6 +118,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p.flat(), root)  # provenance is collected before its directory exists
     run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
+    run_.note("overrides", {k: v for k, v in p.flat().items() if k in (overrides or {})})  # the chapter shows them
     try:
         return _measure_and_judge(exp, run_, p, inputs)
     except BaseException:

@@ -93,6 +93,17 @@ def relative_paths(notebook: Path) -> None:
     results.atomic_write_text(notebook, nbformat.writes(nb) + "\n")
 
 
+def overrides_of(record: dict) -> dict:
+    """The parameters a run was given on top of its profile (``-p epochs=3``), as validated, for the rendered
+    notebook's parameters cell, so that the chapter shows how the run was made: the run's record of them
+    (``overrides``), else the names its recorded command line gave with ``-p`` (runs older than the record)."""
+    if isinstance(record.get("overrides"), dict):
+        return dict(record["overrides"])
+    words, ran = str(record.get("command") or "").split(), record.get("parameters") or {}
+    named = [w.split("=", 1)[0] for flag, w in zip(words, words[1:]) if flag in ("-p", "--param") and "=" in w]
+    return {k: ran[k] for k in named if k in ran}
+
+
 def _papermill(run_dir: Path, log_output: bool) -> None:
     """Execute the run's experiment notebook against the finished run into ``run_dir/notebook.ipynb``:
     the notebook loads the stored results and shows them (nothing is measured in the kernel). It is
@@ -110,7 +121,8 @@ def _papermill(run_dir: Path, log_output: bool) -> None:
         pm.execute_notebook(
             str(notebook), str(partial),
             # relative to the checkout: published notebooks must not show the path of the machine that ran them
-            parameters={"profile": profile, "overrides": {}, "run_dir": results.relative_to_project(run_dir)},
+            parameters={"profile": profile, "overrides": overrides_of(record),
+                        "run_dir": results.relative_to_project(run_dir)},
             kernel_name=kernel_name(), cwd=str(notebook.parent), log_output=log_output, progress_bar=False,
             kernel_manager_class=_ipc_kernel_manager(),
         )
