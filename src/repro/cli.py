@@ -68,19 +68,10 @@ def _cmd_measure(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    import pandas as pd
+    from repro.cluster import perfmodel
 
-    from repro.cluster import billing, perfmodel
-
-    if args.validate and (args.validate == "measurements" or args.validate.endswith(".csv")):
-        from repro.cluster import measured
-
-        print(measured.report(None if args.validate == "measurements" else args.validate))
-        return 0
     if args.validate:
-        table = perfmodel.validate(results.from_project(args.validate))
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        print(f"largest error: {table['error'].abs().max():.1%} over {len(table)} emulated clusters")
+        print(_validation(args.validate))
         return 0
     missing = [o for o in ("hardware", "model", "method") if not getattr(args, o)]
     if missing:
@@ -90,24 +81,50 @@ def _cmd_predict(args) -> int:
     except ValueError:
         raise _params.ParameterError(f"predict: --workers {args.workers!r} is not a list of integers") from None
     prof = perfmodel.hardware_profile(args.hardware)
+    batch = args.batch or prof.batch or 32
+    for model in args.model.split(","):
+        _predict_one(args, prof, model.strip(), workers, batch)
+    return 0
+
+
+def _validation(what: str) -> str:
+    """``repro predict --validate``: leave one source out (loso), the train/test split of the published set
+    (measurements) or a .csv of the user's, or an emulated run's directory."""
+    from repro.cluster import loso, measured, perfmodel
+
+    if what == "loso":
+        return loso.report(loso.evaluate())
+    if what == "measurements" or what.endswith(".csv"):
+        return measured.report(None if what == "measurements" else what)
+    table = perfmodel.validate(results.from_project(what))
+    return (table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+            + f"\nlargest error: {table['error'].abs().max():.1%} over {len(table)} emulated clusters")
+
+
+def _predict_one(args, prof, model: str, workers: list[int], batch: int) -> None:
+    import pandas as pd
+
+    from repro.cluster import billing, loso, measured, perfmodel
+
     fitted = prof.overlap and not prof.step_overhead  # a real topology without its own overhead: the fitted one
-    if fitted:
-        from repro.cluster import measured
-    table = pd.concat([perfmodel.predict(prof, args.model, m, workers, args.batch, args.parameters, args.ps,
-                                         measured.overhead_for(m) if fitted else None)
-                       for m in args.method.split(",")])
-    cols = ["method", "workers", "images_per_s", "efficiency", "compute_s", "comm_s"]
-    print(f"{args.model} on {prof.name} ({prof.link} links), batch {args.batch} per worker: the analytic model "
-          "(repro.cluster.perfmodel), no measurement"
-          + ("; per-step overhead fitted on published measurements (repro predict --validate measurements)"
-             if fitted else ""))
+    table = loso.with_interval(pd.concat([
+        perfmodel.predict(prof, model, m, workers, batch, args.parameters, args.ps,
+                          measured.overhead_for(m) if fitted else None) for m in args.method.split(",")]))
+    cols = ["method", "workers", "images_per_s", "images_low", "images_high", "efficiency", "efficiency_low",
+            "efficiency_high", "compute_s", "comm_s"]
+    print(f"{model} on {prof.name} ({prof.link} links), batch {batch} per worker: the analytic model "
+          "(repro.cluster.perfmodel), no measurement; *_low / *_high: an 80 % interval from the model's errors on "
+          "published clusters it was not fitted to (repro predict --validate loso)"
+          + ("; per-step overhead fitted on published measurements" if fitted else ""))
+    if prof.batch and batch != prof.batch:
+        print(f"note: the profile's images/s were measured at batch {prof.batch}; at batch {batch} the model assumes "
+              "the time to compute a step's gradients scales linearly with the batch")
     if prof.instance:
         table, head = billing.epoch_costs(table, prof, args.prices)
         cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
         print(head)
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print("not modelled: " + "; ".join(perfmodel.limits(prof, args.model) + list(perfmodel.NOT_MODELLED)))
-    return 0
+    print("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
 
 
 def _run_dirs(args) -> list[Path]:
@@ -176,14 +193,18 @@ def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
                                        "(repro.cluster.perfmodel) of a hardware profile; --validate: against a run")
     p.add_argument("--hardware", help="a profile of cluster/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
-    p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters)")
-    p.add_argument("--method", help="horovod, ring, ps_sync, ps_async (comma-separated for several)")
+    p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters); "
+                                   "comma-separated for several")
+    p.add_argument("--method", help="horovod, ring, ddp, ps_sync, ps_async (comma-separated for several)")
     p.add_argument("--workers", default="1,2,4,8,16,20", help="comma-separated worker counts")
-    p.add_argument("--batch", type=int, default=32, help="images per worker and step")
+    p.add_argument("--batch", type=int, help="images per worker and step (default: the batch the hardware profile's "
+                                             "images/s were measured at, else 32)")
     p.add_argument("--ps", type=int, default=1, help="parameter servers")
     p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
-    p.add_argument("--validate", metavar="WHAT", help="'measurements' (published real ones), a .csv of your own "
-                                                       "in that schema, or an emulated distributed run's directory")
+    p.add_argument("--validate", metavar="WHAT", help="'loso' (each source of the published real measurements "
+                                                       "predicted from the others), 'measurements' (their train/test "
+                                                       "split), a .csv of your own in that schema, or an emulated "
+                                                       "distributed run's directory")
     p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
                                                    "instance (default: repro/cluster/prices.yaml)")
     p.set_defaults(func=_cmd_predict)

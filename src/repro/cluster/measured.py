@@ -38,7 +38,17 @@ TERMS = {
     ("tensorflow", "ps_sync"): (True, 0.0, 0.0, True),  # pushes per variable as ready; a worker sums its GPUs first
     ("thesis", "ps_sync"): (False, 0.0, 0.0, False),  # the thesis' dist.py: compute, then move all the weights
     ("thesis", "ps_async"): (False, 0.0, 0.0, False),
+    # PyTorch DistributedDataParallel: gradients bucketed (bucket_cap_mb 25 by default), each bucket all-reduced
+    # once full, overlapped with the backward pass (Li et al., VLDB 2020, section 3.2)
+    ("pytorch", "ddp"): (True, 25 * 2**20, 0.0, False),
+    # MXNet kvstore 'device' on one host: each tensor reduced on the GPUs as the backward pass makes it ready
+    ("mxnet", "ring"): (True, 0.0, 0.0, False),
+    # MXNet kvstore 'dist_device_sync': a server on every worker host; a host sums its GPUs' gradients first
+    ("mxnet", "ps_sync"): (True, 0.0, 0.0, True),
 }
+# bytes per gradient value on the wire in mixed precision: tf_cnn_benchmarks' --use_fp16 sends float16
+# gradients (compact_gradient_transfer, on by default); PyTorch AMP and Horovod all-reduce float32 gradients
+MIXED_VALUE_BYTES = {"tensorflow": 2.0}
 SPLITS = ("train", "test")
 
 
@@ -50,8 +60,8 @@ class Point(BaseModel):
     source: str = Field(min_length=1)
     locator: str = Field(min_length=1)
     url: str = ""
-    framework: Literal["tensorflow", "horovod", "thesis"]
-    method: Literal["ps_sync", "ps_async", "ring", "horovod"]
+    framework: Literal["tensorflow", "horovod", "thesis", "pytorch", "mxnet"]
+    method: Literal["ps_sync", "ps_async", "ring", "horovod", "ddp"]
     ps: int | None = Field(default=None, ge=1)
     ps_placement: Literal["host", "workers", "separate", "none"]
     gpu: str = Field(min_length=1)
@@ -70,6 +80,7 @@ class Point(BaseModel):
     single_images_per_s: float = Field(gt=0)
     reading: Literal["table", "text", "figure-approx", "derived"]
     split: Literal["train", "test"]
+    precision: Literal["fp32", "mixed"] = "fp32"
     note: str = ""
 
     @model_validator(mode="after")
@@ -107,6 +118,18 @@ def links() -> dict:
 
 def default_file() -> Path:
     return Path(str(resources.files(__package__).joinpath("measurements.csv")))
+
+
+def extra_file() -> Path:
+    """``measurements_extra.csv``: published measurements gathered for the leave-one-source-out check (issue 48;
+    single hosts over PCIe, NVLink and NVSwitch, PyTorch DDP, MXNet's kvstore over 20 Gb/s), in the same schema
+    (with ``precision``). The fitted overheads the experiments use come from ``measurements.csv`` alone."""
+    return Path(str(resources.files(__package__).joinpath("measurements_extra.csv")))
+
+
+def load_all() -> list[Point]:
+    """Both sets: every published measurement the package has (:mod:`repro.cluster.loso` reads them all)."""
+    return load(default_file()) + load(extra_file())
 
 
 def load(path: str | Path | None = None) -> list[Point]:
@@ -157,24 +180,30 @@ def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
     return hardware.profile(p.id, raw)
 
 
+def value_bytes(p: Point) -> float:
+    """Bytes per gradient value the point's framework sends (:data:`MIXED_VALUE_BYTES` in mixed precision)."""
+    return MIXED_VALUE_BYTES.get(p.framework, 4.0) if p.precision == "mixed" else 4.0
+
+
 def predict(p: Point, overhead: float = 0.0) -> dict:
     """The model's step for the point (:func:`perfmodel.step`)."""
-    return perfmodel.step(profile(p, overhead), p.model, p.method, p.workers, p.batch, parameters(p), p.ps or 1)
+    return perfmodel.step(profile(p, overhead), p.model, p.method, p.workers, p.batch, parameters(p), p.ps or 1,
+                          value_bytes=value_bytes(p))
 
 
 def group(p: Point) -> str:
     return f"{p.framework}/{p.method}"
 
 
-def fit(points: list[Point], grid=None) -> dict[str, float]:
+def fit(points: list[Point], grid=None, splits: tuple[str, ...] = ("train",)) -> dict[str, float]:
     """Per framework/method, the per-step overhead (a share of compute) that minimises the median
-    absolute efficiency error over its ``train`` points with N > 1 (a grid of 0-20 % by 0.25 %); 0 where
+    absolute efficiency error over its points of ``splits`` with N > 1 (a grid of 0-20 % by 0.25 %); 0 where
     it has none. A step of ``compute + exposed communication`` (efficiency ``e0`` without overhead) takes
     ``c x compute`` more with it: efficiency ``1 / (1 / e0 + c)`` (async PS: predicted again, its bound)."""
     grid = grid if grid is not None else [i * 0.0025 for i in range(81)]
     out = {}
     for key in sorted({group(p) for p in points}):
-        train = [p for p in points if group(p) == key and p.split == "train" and p.workers > 1]
+        train = [p for p in points if group(p) == key and p.split in splits and p.workers > 1]
         if not train:
             out[key] = 0.0
             continue

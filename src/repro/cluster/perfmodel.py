@@ -32,7 +32,8 @@ import pandas as pd
 from . import hardware, overlap
 from .spec import ClusterError
 
-METHODS = ("horovod", "ring", "ps_sync", "ps_async")
+METHODS = ("horovod", "ring", "ddp", "ps_sync", "ps_async")
+ALLREDUCE = ("ring", "horovod", "ddp")  # gradients all-reduced (ddp: PyTorch DistributedDataParallel's buckets)
 # Weights of the distributed experiment's models (keras.applications, 1000 classes, include_top), as its
 # Table 1 audit counts them by building each model (published/*/distributed/*/table1.csv, ours_params_m)
 PARAMETERS = {"vgg16": 138_357_544, "vgg19": 143_667_240, "resnet50": 25_636_712, "resnet152": 60_419_944,
@@ -121,21 +122,23 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
 
 
 def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: int, parameters: int,
-         ps: int = 1, overhead: float | None = None) -> dict:
+         ps: int = 1, overhead: float | None = None, value_bytes: float = 4.0) -> dict:
     """One step's seconds (``compute``, ``comm``: the part of the step not hidden behind compute) and the
     cluster's ``images_per_s`` and ``efficiency``; ``note`` says what the model could not account for.
-    ``overhead``: the framework's per-step work as a share of compute where N > 1 (default: the profile's)."""
+    ``overhead``: the framework's per-step work as a share of compute where N > 1 (default: the profile's);
+    ``value_bytes``: bytes per gradient value on the wire (4: float32; 2: float16 gradients, e.g.
+    tf_cnn_benchmarks' ``--use_fp16`` with its default ``compact_gradient_transfer``)."""
     if method not in METHODS:
         raise ClusterError(f"method {method!r}: valid: {', '.join(METHODS)}")
     if workers < 1 or ps < 1 or batch < 1 or parameters < 1:
         raise ClusterError("workers, ps, batch and parameters must be >= 1")
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
-    size, n, note = 4.0 * parameters, workers, ""
+    size, n, note = value_bytes * parameters, workers, ""
     extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
-    if method in ("ring", "horovod") and n == 1:  # one worker: nothing to all-reduce, the framework's base
+    if method in ALLREDUCE and n == 1:  # one worker: nothing to all-reduce, the framework's base
         per_s = 1 / compute
-    elif method in ("ring", "horovod"):
-        fused = method == "horovod"  # Horovod's fusion buffer and cycle; TensorFlow's ring sends each tensor
+    elif method in ALLREDUCE:
+        fused = method in ("horovod", "ddp")  # Horovod's fusion buffer and cycle, DDP's buckets; TF sends each tensor
         end, note = _exposed(prof, model, compute, size, lambda b: allreduce_seconds(prof, n, b), fused)
         per_s = 1 / (end + extra)
     elif method == "ps_sync":  # every worker pulls the weights, computes, pushes its gradients
