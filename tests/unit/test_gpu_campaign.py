@@ -29,8 +29,8 @@ from pathlib import Path
 args = sys.argv[1:]
 if args[:2] == ["-m", "pip"]:
     sys.exit(1)
-if args[:3] == ["-m", "repro.ml.fused", "probe"]:
-    Path(args[3]).write_text(json.dumps({{"fake": True, "stop_after": os.environ.get("REPRO_STOP_AFTER_EPOCHS")}}))
+if args[:2] == ["-m", "repro.experiments.optimizers.probe"]:
+    Path(args[2]).write_text(json.dumps({{"fake": True, "stop_after": os.environ.get("REPRO_STOP_AFTER_EPOCHS")}}))
     print("probe: fake", flush=True)
     sys.exit(0)
 if args[:3] == ["-m", "repro.cli", "measure"]:

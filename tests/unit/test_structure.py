@@ -69,5 +69,7 @@ def test_the_layering_holds_and_each_contract_rejects_its_counterfactual():
     assert not _kept(c["layers"], ("repro.core.params", "repro.experiments.optimizers.verdicts"))  # down -> up
     assert not _kept(c["layers"], ("repro.cluster.perfmodel", "repro.cli"))
     assert not _kept(c["layers"], ("repro.ml.training", "repro.cluster.spec"))  # between the shared rooms
+    assert not _kept(c["layers"], ("repro.experiments.optimizers.measure", "repro.campaign.device"))  # up: never
+    assert not _kept(c["layers"], ("repro.ml.fused", "repro.experiments.optimizers.paramtypes"))  # ml stays below
     assert not _kept(c["independence"], ("repro.experiments.speedup.equations", "repro.experiments.distributed.models"))
     assert not _kept(c["acyclic_siblings"], ("repro.core.errors", "repro.core.params"))  # params imports errors

@@ -138,8 +138,8 @@ def probe(s: Settings, out: Path, env: dict, log: Log) -> None:
         log.say("probe: skipped, no time left" if s.probe_s > 0 else "probe: off (PROBE_S=0)")
         return
     env = {k: v for k, v in env.items() if k not in ("REPRO_STOP_AFTER_EPOCHS", "REPRO_DEADLINE")}
-    rc = timed([s.python, "-m", "repro.ml.fused", "probe", str(out / "probe.json"), *s.probe_args, s.profile],
-               t, env, log, kill_after=10)
+    probe = [s.python, "-m", "repro.experiments.optimizers.probe", str(out / "probe.json"), *s.probe_args, s.profile]
+    rc = timed(probe, t, env, log, kill_after=10)
     if rc:
         log.say(f"probe: exit {rc} (the campaign goes on)")
 
