@@ -195,14 +195,37 @@ def published_name(record: dict) -> str:
     return "gpu-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown")
 
 
+DIFF_MAX_CHARS = 200_000  # a dirty tree's diff kept in provenance up to this size (then cut, and said so)
+
+
+def git_diff(root: Path | None = None) -> str | None:
+    """``git diff HEAD`` of the checkout's tracked files (the changes a dirty run ran with; results, published
+    runs and notebooks' outputs left out), cut to :data:`DIFF_MAX_CHARS`; None where git cannot say."""
+    root = root or project_root()
+    if root is None:
+        return None
+    try:
+        out = subprocess.run(["git", "diff", "HEAD", "--", ".", ":(exclude)published", ":(exclude)results"],
+                             cwd=root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    text = out.stdout
+    return text if len(text) <= DIFF_MAX_CHARS else text[:DIFF_MAX_CHARS] + f"\n[cut: {len(text)} characters in all]\n"
+
+
 def collect(experiment: str, profile: str, params: dict) -> dict:
-    """The provenance record written when a run starts."""
+    """The provenance record written when a run starts (with the tree's diff where it differs from its commit)."""
+    git = git_commit()
+    if git.get("dirty") and not git.get("carried"):
+        git = {**git, "diff": git_diff()}
     return {
         "experiment": experiment,
         "profile": profile,
         "parameters": params,
         "started_at": datetime.now(timezone.utc).isoformat(),
-        "git": git_commit(),
+        "git": git,
         "packages": package_versions(),
         "keras_backend": keras_backend(),
         "hardware": hardware(),
