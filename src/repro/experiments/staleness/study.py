@@ -16,6 +16,7 @@ import pandas as pd
 
 from repro.core import claims
 from repro.core.params import ParameterError
+from repro.core.progress import Progress
 from repro.experiments.staleness import averaging as av
 from repro.experiments.staleness.async_sgd import mitigation_options, train_async
 from repro.experiments.staleness.averaging import Trainer
@@ -126,15 +127,18 @@ def _averaging_rows(m: Models, part: str, opt: str, lr: float, workers: int, per
 def averaging_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The N x k grid and the weights-only vs weights+state comparison: (history, final epoch)."""
     p = m.p
-    rows: list[dict] = []
+    jobs = []
     for seed in p.seeds:
-        for n in p.workers:
-            for k in (p.periods if n > 1 else [1]):
-                rows += _averaging_rows(m, "grid", p.avg.optimizer, p.avg.learning_rate, n, k, seed, True)
-        for k in p.state.periods:
-            for mode in av.STATE_MODES:
-                rows += _averaging_rows(m, "state", p.state.optimizer, p.state.learning_rate,
-                                        p.state.workers, k, seed, mode == "weights+state")
+        jobs += [("grid", p.avg.optimizer, p.avg.learning_rate, n, k, seed, True)
+                 for n in p.workers for k in (p.periods if n > 1 else [1])]
+        jobs += [("state", p.state.optimizer, p.state.learning_rate, p.state.workers, k, seed, mode == "weights+state")
+                 for k in p.state.periods for mode in av.STATE_MODES]
+    rows: list[dict] = []
+    with Progress(logging.getLogger(__name__), "averaging trainings", len(jobs)) as progress:
+        for job in jobs:
+            rows += _averaging_rows(m, *job)
+            part = job[0] if job[0] == "grid" else ("weights+state" if job[6] else "weights only")
+            progress.done(f"{part} N={job[3]} k={job[4]} seed={job[5]}")
     hist = pd.DataFrame(rows)
     return hist, hist[hist["epoch"] == p.epochs].reset_index(drop=True)
 
@@ -192,7 +196,9 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     learning-rate control per lr-changing mitigation: (history, final, staleness distribution of seed 1)."""
     p = m.p
     cache: dict = {}
-    hist, final, stale = [], [], []
+    hist: list = []
+    final: list = []
+    stale: list = []
     configs = []
     for seed in p.seeds:
         for dist in p.tau_dists:
@@ -203,17 +209,26 @@ def async_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         for tau in p.mitigation_taus:
             for variant in p.mitigations:
                 configs.append(("mitigation", variant, p.mitigation_tau_dist, tau, seed))
-    for cfg in configs:
-        h, f, s = _emulate(m, cache, *cfg)
+    with Progress(logging.getLogger(__name__), "async emulations", len(configs)) as progress:
+        for cfg in configs:
+            hist, final, stale = _emulate_with_control(m, cache, cfg, (hist, final, stale))
+            progress.done(f"{cfg[1]} tau={cfg[3]} ({cfg[2]}) seed={cfg[4]}")
+    return pd.DataFrame(hist), pd.DataFrame(final), pd.DataFrame(stale)
+
+
+def _emulate_with_control(m: Models, cache: dict, cfg: tuple[str, str, str, int, int], acc: tuple) -> tuple:
+    """One configuration of :func:`async_runs` (and its learning-rate control), added to ``acc``."""
+    p, (hist, final, stale) = m.p, acc
+    h, f, s = _emulate(m, cache, *cfg)
+    hist += h
+    final.append(f)
+    stale += s
+    factor = control_factor(cfg[1], f["mean_scale"], p.soft_sync) if cfg[0] == "mitigation" else None
+    if p.lr_controls and factor is not None:
+        h, f, s = _emulate(m, cache, "mitigation", CONTROL_PREFIX + cfg[1], *cfg[2:], lr_factor=factor)
         hist += h
         final.append(f)
-        stale += s
-        factor = control_factor(cfg[1], f["mean_scale"], p.soft_sync) if cfg[0] == "mitigation" else None
-        if p.lr_controls and factor is not None:
-            h, f, s = _emulate(m, cache, "mitigation", CONTROL_PREFIX + cfg[1], *cfg[2:], lr_factor=factor)
-            hist += h
-            final.append(f)
-    return pd.DataFrame(hist), pd.DataFrame(final), pd.DataFrame(stale)
+    return hist, final, stale
 
 
 def thread_runs(m: Models) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
