@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core import errors
+from repro.core.progress import Progress
 from repro.core.results import csv_text
 from repro.ml.data import Dataset
 
@@ -388,8 +389,7 @@ def fit(
     ev = epoch_input(data.x_test, data.y_test, data.num_classes, batch_size) if evaluate and len(data.y_test) else None
     val = None if ev is None else (ev["x"] if "y" not in ev else (ev["x"], ev["y"]))
     train_total = float(rows[-1]["train_time_s"]) if rows else 0.0
-    if verbose and log_prefix and start_epoch < epochs:
-        log.info("%sepochs %d-%d of %d", log_prefix, start_epoch + 1, epochs, epochs)
+    progress = Progress(log, f"{log_prefix}epochs", epochs - start_epoch) if verbose and start_epoch < epochs else None
     last_s = 0.0
     for epoch in range(start_epoch, epochs):
         if checkpoint_dir is not None and (why := stop_reason(last_s)):
@@ -423,6 +423,8 @@ def fit(
             _save_checkpoint(model, pd.DataFrame(rows, columns=HISTORY_COLUMNS), checkpoint_dir)
             epoch_done()
         last_s = time.perf_counter() - t_epoch
+        if progress:
+            progress.done(detail=f"test accuracy {rows[-1]['test_accuracy']:.4f}")
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 
