@@ -103,3 +103,24 @@ def test_validation_split_never_touches_the_test_set():
     train_rows = {x.tobytes() for x in ds.x_train}
     assert all(x.tobytes() in train_rows for x in val.x_test)  # validation comes from the training set
     assert not {x.tobytes() for x in val.x_test} & {x.tobytes() for x in val.x_train}
+
+
+@pytest.mark.slow
+def test_an_optimizer_beyond_the_papers_seven_runs_end_to_end_and_changes_no_verdict(tmp_path, monkeypatch):
+    """Adadelta (in repro.ml.optim, not in the paper) trained beside three of the seven: the run finishes, its row
+    reads 'no claim of the paper', and the verdicts about the seven rank them among themselves."""
+    from repro.core import harness
+
+    monkeypatch.setenv("REPRO_RESULTS", str(tmp_path))
+    extra = {**TINY, "epochs": 1, "optimizers": ["sgd", "adam", "rmsprop", "adadelta"]}
+    result = harness.run(optimizers.EXPERIMENT, "smoke", extra, root=tmp_path)
+    assert result.provenance["status"] == "complete"
+    s = result.tables["summary"]
+    assert "adadelta" in set(s["optimizer"])
+    from repro.experiments.optimizers import verdicts
+
+    compared = verdicts.compare_with_paper(s, result.params, result.provenance["datasets"][0])
+    row = compared[compared["optimizer"] == "Adadelta"].iloc[0]
+    assert row["paper"] == row["verdict"] == "no claim of the paper"
+    assert "Adadelta" not in " ".join(result.tables["ledger"]["ours"])  # no verdict about the seven names it
+    assert set(verdicts.shared(s).index) == {"sgd", "adam", "rmsprop"}

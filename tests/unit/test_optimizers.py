@@ -280,3 +280,20 @@ def test_conclusions_add_the_loss_rows_where_the_summary_has_the_loss():
                                               "Adam and Nadam have the two lowest final test losses"]
     assert rows[3]["holds"] is True and rows[3]["evidence"] == "Adam ranks 1 of 7 by loss (0.700)"
     assert rows[4]["holds"] is False and rows[4]["evidence"] == "lowest two: Adam, RMSprop"
+
+
+def test_an_optimizer_without_a_label_is_refused_before_training(monkeypatch):
+    """A newcomer who adds a name to profile.yaml's choices but not its label: refused in prepare, in one line,
+    not after hours of training; every choice of the profile has a label and a builder."""
+    from repro.core import paramtypes
+    from repro.experiments.optimizers import common, measure
+    from repro.ml import optim
+
+    choices = params.spec("optimizers").params["optimizers"].choices
+    assert set(choices) <= set(common.LABELS) and set(choices) <= set(optim.OPTIMIZERS)
+    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke", {"optimizers": ["sgd", "adadelta"]}))
+    measure.check_trainer(p)  # labelled and built: accepted
+    monkeypatch.setattr(common, "LABELS", {k: v for k, v in common.LABELS.items() if k != "adadelta"})
+    with pytest.raises(params.ParameterError, match=r"^parameter 'optimizers': adadelta has no label") as err:
+        measure.check_trainer(p)
+    assert "\n" not in str(err.value)

@@ -43,7 +43,17 @@ def validation_split(ds: _data.Dataset, fraction: float, seed: int) -> _data.Dat
 
 
 def check_trainer(p: OptimizersParams) -> None:
-    """``trainer: fused`` compiles with JAX: one line naming the parameter on another backend."""
+    """What the run would refuse after training, refused before it, in one line naming the parameter: an optimizer
+    without a label or a builder (:mod:`repro.ml.optim`); ``trainer: fused`` (it compiles with JAX) on another
+    backend."""
+    from repro.ml import optim
+
+    from .common import LABELS
+
+    unknown = [o for o in p.optimizers if o not in LABELS or o not in optim.OPTIMIZERS]
+    if unknown:
+        raise ParameterError(f"parameter 'optimizers': {', '.join(unknown)} has no label in optimizers/common.py "
+                             "or no builder in repro.ml.optim (add both first)")
     if p.trainer == "fused" and training.backend() != "jax":
         raise ParameterError(f"parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only; this is "
                              f"{training.backend()} (use trainer: fit)")
