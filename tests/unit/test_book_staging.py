@@ -54,3 +54,15 @@ def test_a_section_can_need_a_summary_key_the_run_set(tmp_path):
         (run / "summary.json").write_text(summary)
         assert (book.prune_sections(path, run) == []) is kept
         assert ("{glue" in nbformat.read(path, as_version=4).cells[1].source) is kept
+
+
+def test_a_row_whose_table_the_chapter_left_out_links_to_the_chapter_alone():
+    from repro.book import front
+
+    row = {"experiment": "staleness", "profile": "threads", "basis": "measured", "evidence": "staleness-periods"}
+    kept = {("staleness", "threads"): ("notebooks/threads/05_staleness", r'"<table id=\"staleness-periods\">"')}
+    # the id named as a value (a claims table's evidence column) is not the table
+    cut = {("staleness", "threads"): ("notebooks/threads/05_staleness", "<td>staleness-periods</td>")}
+    assert 'href="../notebooks/threads/05_staleness.html#staleness-periods"' in front.link(row, kept)
+    assert 'href="../notebooks/threads/05_staleness.html"' in front.link(row, cut)
+    assert front.link(row, {}) == "measured · threads (not in this book)"

@@ -256,7 +256,8 @@ def write_front(dest: Path, profile: str, results_dir: Path | None, used: dict) 
     companions = companion_runs(profile, results_dir, used)
     pages = {(name, profile): page for name, (_, page) in used.items()}
     pages.update(stage_companions(dest, companions, used))
-    rows = front_rows(profile, used, companions, pages)
+    rows = front_rows(profile, used, companions, dict(pages))
+    pages = {k: (page, (dest / f"{page}.ipynb").read_text(encoding="utf-8")) for k, page in pages.items()}
     st = statements.statements(rows)
     generated = dest / "book" / "_generated"
     (generated / "bottom.md").write_text(front.bottom_line(st, rows) if len(st) else "", encoding="utf-8")

@@ -24,13 +24,17 @@ def _cell(text) -> str:
 
 
 def link(row: dict, pages: dict[tuple[str, str], str], prefix: str = "../") -> str:
-    """A link to the chapter table behind ``row`` in this book (``pages``: (experiment, profile) -> page), else
-    the run named as text."""
-    page = pages.get((row["experiment"], row["profile"]))
+    """A link to the chapter table behind ``row`` in this book (``pages``: (experiment, profile) -> page, or ->
+    (page, the staged chapter's text): a table the chapter left out, e.g. a section its profile does not run,
+    gets a link to the chapter alone), else the run named as text."""
+    found = pages.get((row["experiment"], row["profile"]))
     label = f"{row['basis']} · {row['profile']}"
-    if page is None:
+    if found is None:
         return f"{label} (not in this book)"
-    return f'<a href="{prefix}{page}.html#{html.escape(row["evidence"])}">{html.escape(label)}</a>'
+    page, text = found if isinstance(found, tuple) else (found, None)
+    has = text is None or f'id=\\"{row["evidence"]}\\"' in text  # the table's id in the staged notebook's JSON
+    anchor = f"#{html.escape(row['evidence'])}" if has else ""
+    return f'<a href="{prefix}{page}.html{anchor}">{html.escape(label)}</a>'
 
 
 def _evidence(rows: list[dict], pages: dict) -> str:
