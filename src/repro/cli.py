@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from repro.book import build as book
-from repro.core import errors, harness, progress, provenance, results, runner
+from repro.core import errors, harness, progress, provenance, results, runner, statements
 from repro.core import ledger as _ledger
 from repro.core import params as _params
 from repro.core.errors import ReproError
@@ -127,16 +127,22 @@ def _predict_one(args, prof, model: str, workers: list[int], batch: int) -> None
     print("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
 
 
-def _run_dirs(args) -> list[Path]:
+def _run_dirs(args, judge_failed: bool = False) -> list[Path]:
     """The run directories a command names: its arguments, plus every experiment's newest run in
-    ``--published PROFILE`` (of ``--published-dir``, else published/)."""
+    ``--published PROFILE`` (of ``--published-dir``, else published/), each with every earlier run of the same
+    parameters beside it (its reruns: a rejudge keeps them under today's claims too). ``judge_failed``: a named
+    run whose judge failed is accepted as well (``repro rejudge`` completes it)."""
     dirs = [results.from_project(d) for d in args.run_dir]
     if args.published:
         root = Path(args.published_dir).resolve() if args.published_dir else book.published_root()
-        dirs += [r for n in _params.experiments() if (r := results.latest_run(n, args.published, root)) is not None]
+        for n in _params.experiments():
+            if (r := results.latest_run(n, args.published, root)) is not None:
+                dirs += [r, *statements.same_protocol_runs(r)]
     if not dirs:
         raise _params.ParameterError(f"{args.command}: name run directories or --published PROFILE")
     for run_dir in dirs:
+        if judge_failed and harness.judge_failed(run_dir):
+            continue
         if not harness.finished(run_dir):
             what = "does not exist" if not run_dir.exists() else "is not a finished run (provenance.json status)"
             raise _params.ParameterError(f"{args.command}: run directory {run_dir} {what}")
@@ -165,15 +171,16 @@ def _cmd_publish(args) -> int:
 
 
 def _cmd_rejudge(args) -> int:
-    dirs = _run_dirs(args)
+    dirs = _run_dirs(args, judge_failed=True)
     git = provenance.git_commit()  # before the first ledger is rewritten (published/ is tracked)
     for run_dir in dirs:
+        completed = harness.judge_failed(run_dir)
         ledger, changed = harness.rejudge_run(run_dir, git)
         counts = ledger["verdict"].map(_ledger.category).value_counts().to_dict()
         where = results.relative_to_project(run_dir)
         print(f"[repro] {where}: {len(ledger)} claims {counts}; "
               + (f"rewrote {', '.join(changed)}" if changed else "unchanged"))
-        if changed and (Path(run_dir) / "notebook.ipynb").is_file():  # its chapter showed the old verdicts
+        if changed and ((Path(run_dir) / "notebook.ipynb").is_file() or completed):  # old verdicts, or none
             runner.render(run_dir, log_output=False)
             print(f"[repro] {where}: notebook.ipynb rendered again")
     return 0

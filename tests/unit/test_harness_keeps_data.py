@@ -42,11 +42,13 @@ def test_a_judge_that_fails_keeps_the_measurement_and_rejudge_completes_it(tmp_p
     assert record["status"] == harness.JUDGE_FAILED and "KeyError" in record["judge_error"]
     assert (kept / "summary.csv").is_file() and (ckpt / "model.keras").is_file()  # data and checkpoints kept
     assert results.latest_run("mnist_cnn", "smoke", tmp_path / "results") is None  # never read as a finished run
+    assert harness.judge_failed(kept) and not harness.finished(kept) and not (kept.parent / "LATEST").exists()
     exp.fail = False  # the judge is fixed
     monkeypatch.setattr(harness, "experiment", lambda name: exp)
     ledger, changed = harness.rejudge_run(kept, git={"commit": "test", "dirty": False})
     assert ledger["category"].tolist() == ["not comparable"] and "provenance.json" in changed
     assert results.read_provenance(kept)["status"] == "complete" and not ckpt.exists()  # completed, then cleaned
+    assert (kept.parent / "LATEST").read_text().strip() == kept.name and harness.finished(kept)
 
 
 def test_checkpoints_go_only_after_the_judge_has_run(tmp_path):

@@ -76,9 +76,9 @@ def test_collect_and_the_front_page_link_to_the_evidence(tmp_path):
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">measured · cpu</a>, 2 runs: **differs**' in md
     assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here: cluster |" in md
     counts = front.counts_table(st)
-    assert "| measured: the paper measured it | 1 | 0 | 1 | 2 |" in counts
-    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 1 |" in counts
-    assert "| **all** | 2 | 0 | 1 | 3 |" in counts
+    assert "| measured: the paper measured it | 1 | 0 | 0 | 1 | 2 |" in counts
+    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 0 | 1 |" in counts
+    assert "| **all** | 2 | 0 | 0 | 1 | 3 |" in counts
     rows = front.all_rows(df, pages)
     assert "| rank 3 | **differs** (rank 3) |" in rows and "rank 1 or 2: the paper's wording |" in rows
 
@@ -88,11 +88,16 @@ def test_a_statement_judged_by_several_rows_is_one_statement_with_the_strongest_
                         "profile": prof}
                        for prof, c, v, b, r in (("cpu", "s measured", "not comparable (stand-in)", "measured", 2),
                                                 ("emulated", "s emulated", "consistent", "emulated", 2),
-                                                ("emulated", "s model", "inconsistent (x)", "model", 0))])
+                                                ("emulated", "s model", "consistent (x)", "model", 0))])
     st = statements.statements(df)
     assert len(st) == 1 and st.loc[0, "state"] == "decided"
     assert (st.loc[0, "category"], st.loc[0, "basis"]) == ("consistent", "emulated")  # emulated before model
     assert [r["basis"] for r in st.loc[0, "rows"]] == ["emulated", "model", "measured"]
+    # decided rows that disagree: decided both ways, counted as decided by neither
+    both = df.assign(category=["reproduced", "consistent", "inconsistent"],
+                     verdict=["reproduced", "consistent", "inconsistent (x)"], basis=["measured", "emulated", "model"])
+    assert statements.statements(both).loc[0, "state"] == "decided both ways"
+    assert statements.counts(statements.statements(both)).loc["all", "decided"] == 0
     # the counterfactual: no row decided; every claim decisive: false -> by design, else not decided here
     gated = df.assign(verdict="not comparable (x)", category="not comparable")
     assert statements.statements(gated).loc[0, "state"] == "not decided here"

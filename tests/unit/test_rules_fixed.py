@@ -75,10 +75,27 @@ def test_a_second_run_with_the_opposite_outcome_makes_a_verdict_unstable():
     assert statements.confirm(fixed, [])["category"].tolist() == ["reproduced"]
 
 
+def test_a_rerun_measured_under_an_older_rule_confirms_nothing():
+    now = _ledger_of("0.91", "reproduced (-0.01 vs paper, tolerance 0.02)")
+    other = _ledger_of("0.90", "reproduced (x)")
+    today = {"acc": "d-today"}
+    same = statements.confirm(now, [("run-b", other, {"acc": "d-today"})], today)
+    assert same.loc[0, "category"] == "reproduced"
+    older = statements.confirm(now, [("run-b", other, {"acc": "d-older"})], today)
+    assert older.loc[0, "category"] == "not comparable"
+
+
+def test_a_stored_verdict_reads_back_with_brackets_inside_its_detail():
+    v = V.parse("reproduced (x (3 runs); confirmed by run r (N = 2: 1.8))")
+    assert v.category is V.Category.REPRODUCED and v.detail == "x (3 runs); confirmed by run r (N = 2: 1.8)"
+    assert V.parse("not comparable").detail == "" and str(V.parse("differs (a (b))")) == "differs (a (b))"
+
+
 def _run(tmp_path, name, params, ledger_df):
     d = tmp_path / "exp" / name
     d.mkdir(parents=True)
-    (d / "provenance.json").write_text(json.dumps({"status": "complete", "parameters": params}))
+    (d / "provenance.json").write_text(json.dumps({"status": "complete", "parameters": params,
+                                                   "experiment": "staleness"}))
     ledger_df.to_csv(d / "ledger.csv", index=False)
     return d
 
@@ -110,3 +127,11 @@ def test_a_fresh_ledger_row_names_its_claim_statement_and_whether_it_is_random()
         "acc", "p:acc-statement", "measured", True, True)
     assert set(ledger.STORED) >= {"id", "statement", "paper_did", "stochastic", "decisive"}
     assert pd.DataFrame([row]).shape == (1, len(ledger.STORED))
+
+
+def test_a_run_outside_the_checkout_recovers_nothing_from_git_instead_of_crashing(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "provenance.json").write_text(json.dumps({"experiment": "staleness", "git": {"commit": "d83ff10"}}))
+    found = history.recover(run, results.project_root())
+    assert found is None or found["verdicts"] == {}

@@ -210,7 +210,7 @@ def stage_chapter(run: Path, notebook: Path, profile: str, entry: str, name: str
     notebook.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(run / "notebook.ipynb", notebook)
     if (run / "ledger.csv").is_file():
-        add_chapter_summary(notebook, ledger.collect({name: (run, entry)}, profile))
+        add_chapter_summary(notebook, ledger.collect({name: (run, entry)}, profile, reader=statements.confirmed_ledger))
     fold_code(notebook)
     prune_sections(notebook, run)
     data_dir = notebook.parent / "data" / name

@@ -48,7 +48,7 @@ def _evidence(rows: list[dict], pages: dict) -> str:
 
 def _why(row: dict, limit: int = 140) -> str:
     """The reason a row gives for its gate, cut to ``limit`` characters (the full text is on the rows page)."""
-    detail = row["verdict"][len(row["category"]):].strip(" ()")
+    detail = V.parse(row["verdict"]).detail
     return (detail[:limit].rsplit(" ", 1)[0] + " …") if len(detail) > limit else detail
 
 
@@ -57,7 +57,12 @@ def statements_table(st: pd.DataFrame, pages: dict) -> str:
     row of evidence (linked to its chapter table)."""
     lines = ["| paper | statement (the paper says) | paper did | verdict | our evidence |", "|---|---|---|---|---|"]
     for r in st.itertuples():
-        verdict = f"**{r.category}** ({r.basis})" if r.state == S.DECIDED else f"{r.state}: {_why(r.rows[0])}"
+        if r.state == S.DECIDED:
+            verdict = f"**{r.category}** ({r.basis})"
+        elif r.state == S.CONFLICT:
+            verdict = f"**{r.state}** (the decided rows disagree; see them beside)"
+        else:
+            verdict = f"{r.state}: {_why(r.rows[0])}"
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"{{cite:t}}`{r.paper}`", f"{r.claim} (*{r.paper_value}*)", r.paper_did, verdict,
             _evidence(r.rows, pages))) + " |")
@@ -113,6 +118,10 @@ def bottom_line(st: pd.DataFrame, rows: pd.DataFrame) -> str:
         flagged = _flagged(rows, cat)
         names = "; ".join(f"{r.claim} (`{r.profile}`)" for r in flagged.itertuples()) or "none"
         lines.append(f"- **{cat.value}**: {len(flagged)} rows {words}: {names}.")
+    both = st[st["state"] == S.CONFLICT]
+    lines.append(f"- **{S.CONFLICT}**: {len(both)} statements whose decided rows disagree (counted as decided by "
+                 f"neither): " + ("; ".join(f"{r.claim} ({{cite:t}}`{r.paper}`)" for r in both.itertuples()) or "none")
+                 + ".")
     by_design = int((st["state"] == S.BY_DESIGN).sum())
     lines += ["", f"**Undecidable by design**: {by_design} statements that no run of this package can decide "
                  "(advice, a property of our own code, a part not implemented: each row says why)."]

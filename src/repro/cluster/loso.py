@@ -95,7 +95,7 @@ def evaluate(points: list[measured.Point] | None = None) -> dict:
     """The headline numbers (module docstring) and the tables behind them."""
     t = table(points if points is not None else measured.load_all())
     model, const = _errors(t["error_pp"]), _errors(t["constant_pp"])
-    synthetic = t[t["data"] != "real"]
+    synthetic = t[t["data"] == "synthetic"]
     per_source = t.assign(abs_pp=t["error_pp"].abs(), abs_const=t["constant_pp"].abs()).groupby("source").agg(
         points=("id", "count"), median_pp=("abs_pp", "median"), worst_pp=("abs_pp", "max"),
         constant_median_pp=("abs_const", "median"), coverage=("covered", "mean")).reset_index()

@@ -271,10 +271,10 @@ def package_validation() -> tuple[dict, pd.DataFrame]:
 
 
 def overhead_for(method: str) -> float:
-    """The fitted overhead the paper-scale predictions use for ``method`` (Horovod's for horovod and ring,
-    TensorFlow's parameter server's for the PS methods)."""
+    """The fitted overhead the paper-scale predictions use for ``method`` (Horovod's for the all-reduce methods:
+    horovod, ring, ddp; TensorFlow's parameter server's for the PS methods)."""
     overheads = package_validation()[0]
-    key = "horovod/horovod" if method in ("horovod", "ring") else "tensorflow/ps_sync"
+    key = "horovod/horovod" if method in perfmodel.ALLREDUCE else "tensorflow/ps_sync"
     return overheads.get(key, 0.0)
 
 

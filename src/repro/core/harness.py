@@ -103,6 +103,12 @@ def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple
     return _paramtypes.typed(experiment, spec.resolve(profile, overrides)), profile
 
 
+def judge_failed(run_dir) -> bool:
+    """Whether ``run_dir`` holds a run whose measurement is kept but whose judge raised (``repro rejudge`` it)."""
+    path = results.from_project(run_dir) / "provenance.json" if run_dir is not None else None
+    return path is not None and path.is_file() and results.read_provenance(path.parent).get("status") == JUDGE_FAILED
+
+
 def finished(run_dir) -> bool:
     """Whether ``run_dir`` holds a complete run (its notebook is then rendered from it, not re-run)."""
     path = results.from_project(run_dir) / "provenance.json" if run_dir is not None else None
@@ -256,6 +262,9 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
         record.update(status="complete", judge_error=None)
         discard(record.get(DISCARD))
         changed.append("provenance.json")
+        latest = run_dir.parent / "LATEST"
+        if not latest.is_file() or latest.read_text(encoding="utf-8").strip() < run_dir.name:
+            results.atomic_write_text(latest, run_dir.name + "\n")  # the newest finished run again
     if changed:
         record["ledger_rejudged"] = {
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **(git or provenance.git_commit())}

@@ -34,6 +34,8 @@ def _git(root: Path, *args: str) -> str | None:
 def _first_ledger(root: Path, ledger_path: Path, texts: dict[str, str]) -> dict[str, str]:
     """The verdicts of the ``ledger.csv`` as it first came into git, by claim id (older ledgers have no id
     column: matched by the claim's text as that commit's ``claims.yaml`` wrote it)."""
+    if not ledger_path.is_relative_to(root):  # a run outside the checkout: git does not know it
+        return {}
     rel = ledger_path.relative_to(root).as_posix()
     added = _git(root, "log", "--diff-filter=A", "--format=%H", "--", rel)
     if not added or not added.split():
@@ -50,7 +52,8 @@ def _first_ledger(root: Path, ledger_path: Path, texts: dict[str, str]) -> dict[
 
 def recover(run_dir: Path, root: Path | None = None) -> dict | None:
     """The ``claims_measured_under`` record of a stored run from git (module docstring), or None."""
-    root = root or project_root()
+    root = (root or project_root())
+    root = root.resolve() if root is not None else None
     record = results.read_provenance(run_dir)
     commit = (record.get("git") or {}).get("commit")
     if root is None or not commit:

@@ -9,7 +9,8 @@ both runs' numbers.
 **A statement.** Several claims can judge one sentence of a paper (``claims.yaml``'s ``statement``: a measured
 row, an emulated one, the model's, in several profiles). The front page counts statements, not rows
 (:func:`statements`): a statement is *decided* when one of its rows is (the strongest basis is its headline:
-measured, then emulated, then model, then the paper's own equations), *undecidable by design* when every
+measured, then emulated, then model, then the paper's own equations) and no other decided row says the
+opposite (else *decided both ways*, counted as decided by neither), *undecidable by design* when every
 claim behind it is ``decisive: false`` (each says why), else *not decided here* (the data or hardware it needs
 is named by its experiment's ``profile.yaml``, ``to_decide``). Its tier is what the paper did
 (``paper_did``: measured, derived, stated).
@@ -29,7 +30,9 @@ from repro.core import verdicts as V
 StatementsError = errors.BadInput  # ledgers that cannot be put together (one line)
 
 BY_DESIGN, ELSEWHERE, DECIDED = "undecidable by design", "not decided here", "decided"
-STATES = (DECIDED, BY_DESIGN, ELSEWHERE)
+CONFLICT = "decided both ways"  # decided rows that disagree (one agrees with the paper, another does not)
+STATES = (DECIDED, CONFLICT, BY_DESIGN, ELSEWHERE)
+AGREES = frozenset({V.Category.REPRODUCED.value, V.Category.CONSISTENT.value})
 PAPER_DID = ("measured", "derived", "stated")
 UNDECLARED = "undeclared"
 
@@ -52,21 +55,29 @@ def same_protocol_runs(run_dir: Path) -> list[Path]:
         if other == run_dir or not other.is_dir() or other.name.startswith(".") or not (other / "ledger.csv").is_file():
             continue
         record = json.loads((other / "provenance.json").read_text(encoding="utf-8"))
-        if record.get("status") == "complete" and record.get("parameters") == params:
+        if record.get("status", "complete") == "complete" and record.get("parameters") == params:
             out.append(other)
     return out
 
 
-def confirm(newest: pd.DataFrame, others: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+def _digests(run_dir: Path) -> dict:
+    """The claim digests a run recorded when it measured (empty where it recorded none)."""
+    record = results.read_provenance(run_dir)
+    return (record.get("claims_measured_under") or {}).get("digests") or {}
+
+
+def confirm(newest: pd.DataFrame, others: list[tuple], digests: dict | None = None) -> pd.DataFrame:
     """The newest run's ledger rows, each decided stochastic measured row checked against ``others`` (``(run id,
-    its ledger)``, same protocol: :func:`same_protocol_runs`): kept when another run decided it the same way
-    (the detail names that run), *unstable* when one decided otherwise, *not comparable* when none decided it."""
+    its ledger[, the claim digests it measured under])``, same protocol: :func:`same_protocol_runs`): kept when
+    another run decided it the same way (the detail names that run), *unstable* when one decided otherwise, *not
+    comparable* when none decided it. Where ``digests`` (today's, by claim id) is given, another run counts for a
+    claim only if it measured under today's digest of it (a run measured under an older rule confirms nothing)."""
     out = newest.copy()
     for i, r in newest.iterrows():
         if r["basis"] != "measured" or not _true(r["stochastic"]) or not _decided(r["category"]):
             continue
-        seen = [(run, o) for run, df in others for _, o in df[df["id"] == r["id"]].iterrows()
-                if _decided(o["category"])]
+        seen = [(o_run[0], o) for o_run in others for _, o in o_run[1][o_run[1]["id"] == r["id"]].iterrows()
+                if _decided(o["category"]) and _same_rule(o_run, r["id"], digests)]
         now = f"{r['ours']} gave {r['verdict']}"
         if not seen:
             v = V.not_comparable(f"one independent run: {now}; a random quantity is decided only when a second run, "
@@ -75,17 +86,30 @@ def confirm(newest: pd.DataFrame, others: list[tuple[str, pd.DataFrame]]) -> pd.
             run, o = against[0]
             v = V.Verdict(V.Category.UNSTABLE, f"this run: {now}; run {run}: {o['ours']} gave {o['verdict']}")
         else:
-            v = V.Verdict(V.category_of(r["verdict"]), r["verdict"][len(r["category"]):].strip(" ()")).with_note(
-                f"confirmed by run {seen[0][0]} ({seen[0][1]['ours']})")
+            v = V.parse(r["verdict"]).with_note(f"confirmed by run {seen[0][0]} ({seen[0][1]['ours']})")
         out.loc[i, ["verdict", "category"]] = [str(v), v.category.value]
     return out
 
 
+def _same_rule(other: tuple, claim_id: str, digests: dict | None) -> bool:
+    return digests is None or len(other) < 3 or other[2].get(claim_id) == digests.get(claim_id)
+
+
 def confirmed_ledger(run_dir: Path) -> pd.DataFrame:
-    """``run_dir``'s ``ledger.csv`` (every stored column, as text) after :func:`confirm` against its reruns."""
-    read = _ledger.read_stored
-    others = [(p.name, read(p / "ledger.csv")) for p in same_protocol_runs(run_dir)]
-    return confirm(read(Path(run_dir) / "ledger.csv"), others)
+    """``run_dir``'s ``ledger.csv`` (every stored column, as text) after :func:`confirm` against its reruns (those
+    measured under today's claims; a rerun whose ledger an older checkout wrote, without today's columns, is
+    left out)."""
+    from repro.core import claims
+
+    run_dir = Path(run_dir)
+    others = []
+    for p in same_protocol_runs(run_dir):
+        try:
+            others.append((p.name, _ledger.read_stored(p / "ledger.csv"), _digests(p)))
+        except _ledger.LedgerError:
+            continue
+    experiment = results.read_provenance(run_dir)["experiment"]
+    return confirm(_ledger.read_stored(run_dir / "ledger.csv"), others, claims.digests(experiment))
 
 
 def _strength(row) -> int:
@@ -105,7 +129,10 @@ def statements(rows: pd.DataFrame) -> pd.DataFrame:
     for stmt, g in rows.groupby("statement", sort=False):
         ranked = sorted((r for _, r in g.iterrows()), key=lambda r: (not _decided(r["category"]), -_strength(r)))
         head = ranked[0]
-        if _decided(head["category"]):
+        decided = {r["category"] in AGREES for r in ranked if _decided(r["category"])}
+        if len(decided) > 1:
+            state = CONFLICT  # counted as decided by neither: the rows say both
+        elif _decided(head["category"]):
             state = DECIDED
         elif not any(_true(r["decisive"]) for r in ranked):
             state = BY_DESIGN

@@ -201,6 +201,13 @@ def unstable(now: Verdict, other: str) -> Verdict:
     return Verdict(Category.UNSTABLE, f"this run: {now}; another independent run: {other}")
 
 
+def parse(text: str) -> Verdict:
+    """A stored verdict text (``category (detail)``) back as a :class:`Verdict`; brackets inside the detail stay."""
+    cat = category_of(text)
+    rest = text[len(cat.value):]
+    return Verdict(cat, rest[2:-1] if rest.startswith(" (") and rest.endswith(")") else rest.strip())
+
+
 def category_of(text: str) -> Category:
     """The category of a verdict as a stored ledger writes it (``ledger.csv``'s ``category`` column,
     or, in a ledger without one, the start of its ``verdict`` text)."""
