@@ -42,10 +42,14 @@ out, dropped = [], {}
 for _, r in d.iterrows():
     src = r["source"]
     why = None
-    if src not in SOURCES: why = "source not modelled (method, GPU, link or batch not stated, or a model without a known parameter count)"
-    elif r["model"] not in MODELS: why = "model without a known parameter count"
-    elif intra(r) is None: why = "link unknown or not in links.yaml"
-    elif not r["batch"].strip().isdigit(): why = "batch not stated"
+    if src not in SOURCES:
+        why = "source not modelled (method, GPU, link or batch not stated, or a model without a known parameter count)"
+    elif r["model"] not in MODELS:
+        why = "model without a known parameter count"
+    elif intra(r) is None:
+        why = "link unknown or not in links.yaml"
+    elif not r["batch"].strip().isdigit():
+        why = "batch not stated"
     if why:
         dropped[(src, why)] = dropped.get((src, why), 0) + 1
         continue
@@ -55,12 +59,15 @@ for _, r in d.iterrows():
     hosts = -(-n // gph)
     inter = "none" if hosts == 1 else ("20gbe" if r["inter_link"] == "20gbe" else None)
     if hosts > 1 and inter is None:
-        dropped[(src, "inter link unknown")] = dropped.get((src, "inter link unknown"), 0) + 1; continue
+        dropped[(src, "inter link unknown")] = dropped.get((src, "inter link unknown"), 0) + 1
+        continue
     il = intra(r) if gph > 1 else "none"
     row = {"source": src, "locator": r["locator"], "url": r["url"], "framework": fw, "method": method,
-           "ps": str(hosts) if method == "ps_sync" else "", "ps_placement": "workers" if method == "ps_sync" else "none",
+           "ps": str(hosts) if method == "ps_sync" else "",
+           "ps_placement": "workers" if method == "ps_sync" else "none",
            "gpu": r["gpu"], "gpus_per_host": str(gph), "gpus_per_switch": "", "intra_link": il, "inter_link": inter,
-           "pull": "after-update" if method == "ps_sync" else "with-forward", "model": MODELS[r["model"]], "parameters": "",
+           "pull": "after-update" if method == "ps_sync" else "with-forward", "model": MODELS[r["model"]],
+           "parameters": "",
            "batch": r["batch"], "data": r["data"] if r["data"] in ("synthetic", "real") else "", "workers": str(n),
            "images_per_s": r["images_per_s"], "efficiency": r["efficiency"] if not r["images_per_s"] else "",
            "single_images_per_s": r["single_images_per_s"], "reading": "table",
