@@ -1,69 +1,34 @@
 """The built book checked like a reader would: served locally, opened in headless Chromium.
 
-Every page loads, no internal link or anchor is broken, no image is missing, every chapter
-shows a figure and a verdict table, and the front page shows the claims ledger. Screenshots of
+Every page loads, no internal link or anchor is broken, no image is missing, no table or code block is wider
+than a reader's 1280-px window, every chapter shows a figure and a verdict table, and the front page shows the
+bottom line. Screenshots of
 the front page and one chapter are saved under ``_build/screenshots/`` for review.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import shutil
-import threading
 import urllib.parse
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from repro.book import browser as browser_tools
 from repro.book import build as book
 from repro.core import params, results
 
 pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SCREENSHOTS = (results.project_root() or Path.cwd()) / "_build" / "screenshots"
-
-
-def _browser_or_skip(need):
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.options import Options
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        webdriver = None
-    need("headless Chromium", webdriver is not None and bool(CHROMIUM) and bool(CHROMEDRIVER),
-         "apt-get install chromium chromium-driver; pip install selenium")
-    opts = Options()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1400,2200"):
-        opts.add_argument(arg)
-    opts.binary_location = CHROMIUM
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture
 def serve():
-    servers = []
-
-    def start(directory: Path) -> str:
-        handler = functools.partial(_Quiet, directory=str(directory))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/"
-
-    yield start
-    for server in servers:
-        server.shutdown()
+    with ExitStack() as stack:
+        yield lambda directory: stack.enter_context(browser_tools.served(directory))
 
 
 def _fetch(url: str, cache: dict) -> tuple[int, str]:
@@ -78,8 +43,11 @@ def _fetch(url: str, cache: dict) -> tuple[int, str]:
 
 @pytest.fixture
 def browser(need):
-    """Headless Chromium, asked for before a book is built (skips, or fails under .ci/run, when absent)."""
-    driver = _browser_or_skip(need)
+    """Headless Chromium in a reader's 1280-px window, asked for before a book is built (skips, or fails under
+    .ci/run, when absent)."""
+    why = browser_tools.missing()
+    need("headless Chromium", not why, why)
+    driver = browser_tools.chromium(browser_tools.READER_WIDTH, 2200)
     yield driver
     driver.quit()
 
@@ -96,6 +64,8 @@ def check_site(driver, html_dir: Path, base: str, shots: Path) -> dict:
         for src in driver.execute_script(
                 "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"):
             problems.append(f"{page}: image not loaded: {src}")
+        if wide := browser_tools.wide_elements(driver):  # a reader's 1280-px window: nothing scrolls sideways
+            problems.append(f"{page}: {wide} tables or code blocks wider than a {browser_tools.READER_WIDTH}-px window")
         hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
         for href in set(hrefs):
             if not href.startswith(base):
