@@ -25,6 +25,7 @@ check pinning and reaping quickly).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import subprocess
@@ -255,6 +256,7 @@ def run_child(task: dict, cores: list[int], *, timeout: float = 3600.0, sample_i
         proc = subprocess.Popen(
             [sys.executable, "-m", "repro.experiments.cost_study.sweep", str(task_path), str(result_path)],
             stdout=log_fh, stderr=subprocess.STDOUT, env=child_env, start_new_session=True,
+            preexec_fn=functools.partial(os.sched_setaffinity, 0, list(cores)),  # its cores from the first instruction
         )
         if sample_interval:
             sampler = ResourceSampler(proc.pid, sample_interval, samples_path).start()
