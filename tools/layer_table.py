@@ -1,4 +1,4 @@
-"""Write src/repro/cluster/layers.csv: per layer of each model the analytic model knows, its trainable
+"""Write src/repro/predict/layers.csv: per layer of each model the analytic model knows, its trainable
 weights (the gradient bytes that become ready when its backward step ends) and its forward FLOPs (2 per
 multiply-accumulate of Conv2D and Dense, the share of the backward pass it takes).
 

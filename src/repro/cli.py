@@ -68,10 +68,11 @@ def _cmd_measure(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    from repro.cluster import perfmodel
+    from repro.predict import command, perfmodel
 
     if args.validate:
-        print(_validation(args.validate))
+        named = args.validate in ("loso", "measurements") or args.validate.endswith(".csv")
+        print(command.validation(args.validate, None if named else results.from_project(args.validate)))
         return 0
     missing = [o for o in ("hardware", "model", "method") if not getattr(args, o)]
     if missing:
@@ -83,48 +84,9 @@ def _cmd_predict(args) -> int:
     prof = perfmodel.hardware_profile(args.hardware)
     batch = args.batch or prof.batch or 32
     for model in args.model.split(","):
-        _predict_one(args, prof, model.strip(), workers, batch)
+        print(command.prediction(prof, model.strip(), args.method.split(","), workers, batch, args.parameters,
+                                 args.ps, args.prices))
     return 0
-
-
-def _validation(what: str) -> str:
-    """``repro predict --validate``: leave one source out (loso), the train/test split of the published set
-    (measurements) or a .csv of the user's, or an emulated run's directory."""
-    from repro.cluster import loso, measured, perfmodel
-
-    if what == "loso":
-        return loso.report(loso.evaluate())
-    if what == "measurements" or what.endswith(".csv"):
-        return measured.report(None if what == "measurements" else what)
-    table = perfmodel.validate(results.from_project(what))
-    return (table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
-            + f"\nlargest error: {table['error'].abs().max():.1%} over {len(table)} emulated clusters")
-
-
-def _predict_one(args, prof, model: str, workers: list[int], batch: int) -> None:
-    import pandas as pd
-
-    from repro.cluster import billing, loso, measured, perfmodel
-
-    fitted = prof.overlap and not prof.step_overhead  # a real topology without its own overhead: the fitted one
-    table = loso.with_interval(pd.concat([
-        perfmodel.predict(prof, model, m, workers, batch, args.parameters, args.ps,
-                          measured.overhead_for(m) if fitted else None) for m in args.method.split(",")]))
-    cols = ["method", "workers", "images_per_s", "images_low", "images_high", "efficiency", "efficiency_low",
-            "efficiency_high", "compute_s", "comm_s"]
-    print(f"{model} on {prof.name} ({prof.link} links), batch {batch} per worker: the analytic model "
-          "(repro.cluster.perfmodel), no measurement; *_low / *_high: an 80 % interval from the model's errors on "
-          "published clusters it was not fitted to (repro predict --validate loso)"
-          + ("; per-step overhead fitted on published measurements" if fitted else ""))
-    if prof.batch and batch != prof.batch:
-        print(f"note: the profile's images/s were measured at batch {prof.batch}; at batch {batch} the model assumes "
-              "the time to compute a step's gradients scales linearly with the batch")
-    if prof.instance:
-        table, head = billing.epoch_costs(table, prof, args.prices)
-        cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
-        print(head)
-    print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
 
 
 def _run_dirs(args, judge_failed: bool = False) -> list[Path]:
@@ -198,8 +160,8 @@ def _cmd_data_status(args) -> int:
 
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
-                                       "(repro.cluster.perfmodel) of a hardware profile; --validate: against a run")
-    p.add_argument("--hardware", help="a profile of cluster/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
+                                       "(repro.predict.perfmodel) of a hardware profile; --validate: against a run")
+    p.add_argument("--hardware", help="a profile of predict/hardware.yaml (k80-p2.16xlarge, ...) or a .yaml file")
     p.add_argument("--model", help="vgg16, vgg19, resnet50, resnet152, inception_v3 (or any with --parameters); "
                                    "comma-separated for several")
     p.add_argument("--method", help="horovod, ring, ddp, ps_sync, ps_async (comma-separated for several)")
@@ -213,7 +175,7 @@ def _add_predict(sub) -> None:
                                                        "split), a .csv of your own in that schema, or an emulated "
                                                        "distributed run's directory")
     p.add_argument("--prices", metavar="FILE", help="a price table for the cost per epoch where the profile names an "
-                                                   "instance (default: repro/cluster/prices.yaml)")
+                                                   "instance (default: repro/predict/prices.yaml)")
     p.set_defaults(func=_cmd_predict)
 
 

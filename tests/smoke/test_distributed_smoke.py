@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 from repro import cluster
-from repro.cluster import perfmodel
 from repro.core import claims
 from repro.experiments.distributed import arithmetic, runs, verdicts
 from repro.experiments.distributed import experiment as distributed
 from repro.experiments.distributed import models as distributed_models
 from repro.experiments.distributed.common import FINDINGS, MODEL_FINDINGS
 from repro.experiments.distributed.programs import horovod_available
+from repro.predict import perfmodel
 
 NETNS = cluster.netns_available()
 ISO = {"isolation": "auto", "allow_exposed": not NETNS}

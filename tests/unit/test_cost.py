@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from repro import cli
-from repro.cluster import billing
 from repro.core import claims, harness, paramtypes
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.cost_study import analysis, cost, planning, verdicts
 from repro.experiments.cost_study import experiment as cost_study
+from repro.predict import billing
 
 # --- cost model: hand-computed cases -----------------------------------------------------------
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.cluster import ClusterError, hardware
+from repro.cluster import ClusterError
 from repro.core import claims as claims_mod
 from repro.core import paramtypes
 from repro.core import verdicts as V
@@ -16,6 +16,7 @@ from repro.core.params import ParameterError
 from repro.experiments.speedup import emulation, statements
 from repro.experiments.speedup import experiment as speedup
 from repro.experiments.speedup.measure import extended_time
+from repro.predict import hardware
 
 MB = 1e6
 SIZES = {"SqueezeNet": 3.47 * MB, "GoogLeNet": 24.9 * MB, "Resnet34": 85.7 * MB, "VGG16E": 562.5 * MB}
@@ -505,7 +506,7 @@ def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_
         assert c["against"] == first["dilation"] and c["dilation"] == pytest.approx(2 * first["dilation"], abs=0.01)
     assert de.check_plan(p.replace(dilation_check=0.0), todo) == []
     # a factor below 1 needs more CPU than the cores have: refused with the number, as any dilation
-    with pytest.raises(hardware.ClusterError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
+    with pytest.raises(hardware.PredictError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
         de.check_plan(p.replace(dilation_check=0.1), todo, cores=2)
     # the images/sec of the second dilation against the grid's mean at the first, within 5 %
     tp = pd.DataFrame([{"model": "vgg16", "method": m, "workers": 2, "total_images_per_sec": 60.0}

@@ -13,8 +13,8 @@ import flip
 import pandas as pd
 import pytest
 
-from repro.cluster import hardware, measured, perfmodel
 from repro.experiments.distributed import modelbasis, verdicts
+from repro.predict import hardware, measured, perfmodel
 
 EXPERIMENT = "distributed"
 DOMAIN = ("Table 1 rows: each printed figure (parameters, GFLOPs) x0.8-x1.25, log-uniform, independently (a misprint, "

@@ -1,8 +1,8 @@
-"""Leave one source out (repro.cluster.loso): the model on published measurements it was never fitted to."""
+"""Leave one source out (repro.predict.loso): the model on published measurements it was never fitted to."""
 
 import pytest
 
-from repro.cluster import loso, measured
+from repro.predict import loso, measured
 
 
 @pytest.fixture(scope="module")

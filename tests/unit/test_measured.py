@@ -1,13 +1,13 @@
 """The analytic model's new terms on hand-computed cases, and the model against published real measurements
-(repro.cluster.overlap, repro.cluster.measured, `repro predict --validate measurements`)."""
+(repro.predict.overlap, repro.predict.measured, `repro predict --validate measurements`)."""
 
 import dataclasses
 
 import pytest
 
 from repro import cli
-from repro.cluster import hardware, measured, overlap, perfmodel
 from repro.cluster.spec import ClusterError
+from repro.predict import hardware, measured, overlap, perfmodel
 
 TWO_LAYERS = {"toy": [(100, 1), (300, 3)]}  # (weights, forward FLOPs) in forward order
 

@@ -218,7 +218,7 @@ def test_the_bandwidth_sweep_reaches_the_ledger():
 
 @pytest.mark.parametrize("ps", [None, 2])
 def test_each_emulated_finding_has_the_model_beside_it_at_its_own_ps(ps):
-    from repro.cluster import hardware
+    from repro.predict import hardware
 
     p = paramtypes.partial(NAME, {"emulate": "k80-p2.16xlarge", "ps": ps or 1})
     tp = _emulated_tp(ps or 1)
@@ -289,7 +289,7 @@ def test_model_rows_judge_the_real_topology_validated_on_the_emulated_grid():
 def test_model_rows_show_the_emulated_profiles_model_at_the_runs_ps(ps, monkeypatch):
     """With the model's errors on measurements under the thresholds (a stand-in for the package's), the PS rows
     decide too, and the emulated profile's model (at the run's ps) is named where it said otherwise."""
-    from repro.cluster import measured
+    from repro.predict import measured
 
     monkeypatch.setattr(measured, "method_errors", lambda *_: EXTERNAL.assign(worst_pp=[4.0, 4.0]))
     p = paramtypes.partial(NAME, {"emulate": "k80-p2.16xlarge", "ps": ps or 1})
@@ -300,7 +300,7 @@ def test_model_rows_show_the_emulated_profiles_model_at_the_runs_ps(ps, monkeypa
 
 
 def test_a_model_row_on_the_package_errors_reads_them_itself():
-    from repro.cluster import measured
+    from repro.predict import measured
 
     pred = modelbasis.paper_scale(_emulated_tp(), real=True)
     package = measured.method_errors(measured.package_validation()[1])

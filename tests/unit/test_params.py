@@ -152,7 +152,8 @@ def test_repro_list_shows_each_profiles_changes(capsys):
 
 
 def test_hardware_profiles_and_user_files_are_validated(tmp_path):
-    from repro.cluster import ClusterError, hardware
+    from repro.cluster import ClusterError
+    from repro.predict import hardware
 
     good = tmp_path / "mine.yaml"
     good.write_text("link: 1gbit\nbatch: 32\nimages_per_s: {resnet50: 64}\n")

@@ -1,13 +1,13 @@
-"""The analytic model of data-parallel throughput (repro.cluster.perfmodel) and `repro predict`."""
+"""The analytic model of data-parallel throughput (repro.predict.perfmodel) and `repro predict`."""
 
 import dataclasses
 
 import pytest
 
 from repro import cli
-from repro.cluster import billing, hardware, perfmodel
 from repro.cluster.spec import ClusterError
 from repro.core import paths
+from repro.predict import billing, hardware, perfmodel
 
 K80 = hardware.load("k80-p2.16xlarge")
 EMULATED = next((paths.project_root() / "published" / "emulated" / "distributed").glob("2026*"))

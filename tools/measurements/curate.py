@@ -1,12 +1,12 @@
 """The gathered published measurements (tools/measurements/gathered_*.csv, numbers with their locators, read from
-the stored corpus for issue 48) curated into src/repro/cluster/measurements_extra.csv (the package's Point schema).
+the stored corpus for issue 48) curated into src/repro/predict/measurements_extra.csv (the package's Point schema).
 
 A row is kept only where the model can be given what it needs: the method, the GPU, the links and the batch stated,
 a model whose parameter count is known; every dropped row is counted with its reason on stderr. Links are mapped to
 links.yaml (an NVLink bridge joins a pair: a ring over more GPUs crosses PCIe). The split alternates within a
-source (the package's train/test convention); repro.cluster.loso ignores it (each source is held out whole).
+source (the package's train/test convention); repro.predict.loso ignores it (each source is held out whole).
 
-    python tools/measurements/curate.py > /dev/null   # rewrites src/repro/cluster/measurements_extra.csv
+    python tools/measurements/curate.py > /dev/null   # rewrites src/repro/predict/measurements_extra.csv
 """
 import sys
 from pathlib import Path

@@ -1,7 +1,7 @@
 """Emulated computation for cluster programs: wait as long as a paper's hardware computed, in the graph.
 
 An emulated worker does not compute its gradients: it waits the hardware profile's ``t_grad``
-(:mod:`repro.cluster.hardware`) once every weight it pulled has arrived, then hands on tensors of
+(:mod:`repro.predict.hardware`) once every weight it pulled has arrived, then hands on tensors of
 the real gradients' shapes and dtypes (zeros), which travel and are applied like real ones. The
 wait is a TensorFlow op (``SleepDataset`` read once), so it runs on the worker inside a function
 dispatched there by ``ClusterCoordinator`` (a Python ``time.sleep`` would run on the coordinator).

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from repro.cluster import billing
 from repro.experiments.cost_study import cost as _cost
 from repro.experiments.cost_study.paramtypes import CostStudyParams
+from repro.predict import billing
 
 MEASURED_PHASES = ("start", "data_load", "learn", "verify", "save_data")
 

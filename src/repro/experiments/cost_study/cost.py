@@ -9,8 +9,8 @@ rounded up to the provider's billing step::
     cost = ceil(t_sum / step) * step * price_per_hour / 3600
 
 with, optionally, a minimum billed time (Google Compute Engine billed at least 10 minutes,
-then per minute, when the paper was written). That model and the price table (``repro/cluster/prices.yaml``
-or the user's own, same schema, every number with a ``source``) live in :mod:`repro.cluster.billing`, shared
+then per minute, when the paper was written). That model and the price table (``repro/predict/prices.yaml``
+or the user's own, same schema, every number with a ``source``) live in :mod:`repro.predict.billing`, shared
 with ``repro predict``; here: formula (1) term by term and the ``repro cost`` command.
 
 Command line (``repro cost``)::
@@ -28,7 +28,7 @@ import math
 
 import pandas as pd
 
-from repro.cluster.billing import FORMULA_1, PriceTable, PriceTableError, cost, load_prices
+from repro.predict.billing import FORMULA_1, PriceTable, PriceTableError, cost, load_prices
 
 #: Billing steps the paper names, in seconds (Google Cloud 10 min, Azure 1 min, local 10 min to 1 h).
 PAPER_BILLING_STEPS_S = {"google_cloud": 600, "azure": 60, "local_min": 600, "local_max": 3600}
@@ -106,7 +106,7 @@ def add_cli(subparsers) -> None:
         help="billed cost of one run: ceil(T/step)*step*price/3600 (prints a bare number)",
         description="Billed cost of a run of T seconds: ceil(max(T, minimum)/step)*step*price_per_hour/3600. "
                     "Price and step may come from a price table (--provider/--instance); the packaged table is "
-                    "repro/cluster/prices.yaml.",
+                    "repro/predict/prices.yaml.",
     )
     p.add_argument("--seconds", required=True, metavar="T", help="run time in seconds (t_sum of formula (1))")
     p.add_argument("--price-per-hour", metavar="P", help="instance price per hour (currency of your choice)")

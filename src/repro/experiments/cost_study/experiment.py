@@ -5,7 +5,7 @@ configuration (network, k CPU cores or g GPUs, repetition), each in its own proc
 to k cores before Keras's backend (TensorFlow, JAX: ``KERAS_BACKEND``) starts
 (:mod:`repro.experiments.cost_study.sweep`, the child's work in :mod:`~repro.experiments.cost_study.child`),
 samples the process's resources every second, and prices
-every configuration with the billing model of :mod:`repro.cluster.billing`
+every configuration with the billing model of :mod:`repro.predict.billing`
 (analysis: :mod:`~repro.experiments.cost_study.analysis`; claims: ``claims.yaml`` and
 :mod:`~repro.experiments.cost_study.verdicts`; figures: :mod:`~repro.experiments.cost_study.figures`).
 
@@ -46,7 +46,6 @@ from typing import Any
 
 import pandas as pd
 
-from repro.cluster import billing
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.core.params import ParameterError
@@ -72,6 +71,7 @@ from repro.experiments.cost_study.planning import (
 )
 from repro.ml import data as _data
 from repro.ml import training
+from repro.predict import billing
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.cluster import billing
 from repro.core import claims, paper
 from repro.core import verdicts as V
 from repro.core.claims import Measured
 from repro.core.provenance import BACKEND_NAMES
 from repro.experiments.cost_study.paramtypes import CostStudyParams
+from repro.predict import billing
 
 NAME = "cost_study"
 PAPER = "cloudcost2017"

@@ -11,12 +11,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from repro.cluster import ClusterError, hardware
+from repro.cluster import ClusterError
 from repro.core import paper
 from repro.core.params import ParameterError
 from repro.experiments.distributed.common import ALLREDUCE, AUDITED, PAPER, TABLE1
 from repro.experiments.distributed.models import PAPER_SIZE, build_model
 from repro.experiments.distributed.paramtypes import DistributedParams
+from repro.predict import hardware
 
 
 def images_per_second(batch_size: int, steps: Sequence[int], seconds: Sequence[float]) -> dict:
@@ -137,7 +138,7 @@ def table1(audit_models: Sequence[str] | None, num_classes: int = 1000) -> pd.Da
 
 
 def rate_bits(rate: str) -> float:
-    """A tc rate (``"100mbit"``, ``"1gbit"``) in bits per second (:func:`repro.cluster.hardware.rate_bits`)."""
+    """A tc rate (``"100mbit"``, ``"1gbit"``) in bits per second (:func:`repro.predict.hardware.rate_bits`)."""
     try:
         return hardware.rate_bits(rate)
     except ClusterError:

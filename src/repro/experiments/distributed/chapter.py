@@ -120,7 +120,7 @@ NOT_EMULATED = "not run in this profile (emulate = none)"
 
 def _glue_emulated(result: Result) -> None:
     """The emulated grid's numbers, as text (a profile without it glues :data:`NOT_EMULATED`)."""
-    from repro.cluster import hardware
+    from repro.predict import hardware
 
     glue, p = report.glue, result.params
     keys = ("dist_emu_profile", "dist_emu_shape", "dist_emu_dilations", "dist_emu_checks", "dist_emu_topology",
@@ -169,15 +169,15 @@ def limits_text(lim) -> str:
 
 
 def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The analytic model (:mod:`repro.cluster.perfmodel`): its validation against the emulated grid, and what
+    """The analytic model (:mod:`repro.predict.perfmodel`): its validation against the emulated grid, and what
     it predicts at the paper's process counts for the grid's models on the cluster's real topology (the
     emulated profile's ``topology_profile``: the model rows' table), beside the emulated profile's model
     (``efficiency_emulated_profile``), with Horovod / sync PS where both are predicted. None without an
     emulated grid."""
     if "emulated_throughput" not in result.tables:
         return None
-    from repro.cluster import perfmodel
     from repro.experiments.distributed import modelbasis
+    from repro.predict import perfmodel
 
     tp, ps = result["emulated_throughput"], result.params.ps
     keys = ["method", "model", "workers"]
@@ -194,9 +194,9 @@ def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 def measured_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The model against published real measurements (:mod:`repro.cluster.measured`): per point with N > 1,
+    """The model against published real measurements (:mod:`repro.predict.measured`): per point with N > 1,
     and per source and method on the held-out half."""
-    from repro.cluster import measured
+    from repro.predict import measured
 
     table = measured.package_validation()[1]
     points = table[table["workers"] > 1][["id", "source", "method", "model", "gpu", "gpus_per_host", "inter_link",
@@ -221,7 +221,7 @@ def plot_measured(points: pd.DataFrame):
 
 def glue_measured() -> None:
     """The held-out errors as text: overall and per method, with the goal."""
-    from repro.cluster import measured
+    from repro.predict import measured
 
     table = measured.package_validation()[1]
     o, per, b = measured.overall(table), measured.method_errors(table), measured.constant_baseline(table)

@@ -1,12 +1,12 @@
 """`polishchuk2019` part B's cluster, emulated on this machine: K80 ``t_grad``, 25 Gb/s links, real tensors.
 
-With ``emulate`` naming a hardware profile (``k80-p2.16xlarge``, :mod:`repro.cluster.hardware`)
+With ``emulate`` naming a hardware profile (``k80-p2.16xlarge``, :mod:`repro.predict.hardware`)
 the experiment runs a second grid next to the real one: the same programs
 (:mod:`repro.experiments.distributed.programs`) on the paper's models at their paper sizes, where a
 worker *waits* the profile's ``t_grad`` (batch / images per second of tf_cnn_benchmarks on one
 K80) instead of computing, and moves tensors of the real gradients' shapes through the real
 strategy (MWMS ring all-reduce, or the parameter server, which applies them) over emulated links of
-the profile's rate, every process its own node. Time dilation as in :mod:`repro.cluster.hardware`:
+the profile's rate, every process its own node. Time dilation as in :mod:`repro.predict.hardware`:
 per cluster the least factor the cores can carry (25 Gb/s per link needs a large one), times
 divided by it. Horovod runs there too (each node names its host by its own address, which Horovod
 0.28 resolves for the Gloo device of its process sets); where it is not installed, its rows are not
@@ -28,13 +28,13 @@ import os
 import pandas as pd
 
 from repro import cluster
-from repro.cluster import hardware
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
 from repro.experiments.distributed import runs
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency
 from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED, horovod_available
 from repro.experiments.distributed.paramtypes import DistributedParams
+from repro.predict import hardware
 
 log = logging.getLogger(__name__)
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE

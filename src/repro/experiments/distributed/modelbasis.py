@@ -1,4 +1,4 @@
-"""The analytic model of the emulated hardware profile (:mod:`repro.cluster.perfmodel`) as the
+"""The analytic model of the emulated hardware profile (:mod:`repro.predict.perfmodel`) as the
 distributed experiment's tables: its images/s at the emulated grid's own points and at the paper's
 process counts, and its validation against the emulated grid, the gate of every verdict on basis
 ``model`` (:func:`validation_gate`). Everything here is computed from a run's ``emulated_throughput``
@@ -19,9 +19,9 @@ def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False, profiles: dict 
     """The model's rows for ``points`` ((method, workers, model) triples) on the profile, weights and batch
     of ``tp``'s rows of that model, in the columns of a throughput table. ``real``: on the profile of the
     cluster's real topology (the emulated profile's ``topology_profile``: several GPUs per host, overlap),
-    with the per-step overhead fitted on published measurements (:func:`repro.cluster.measured.overhead_for`).
+    with the per-step overhead fitted on published measurements (:func:`repro.predict.measured.overhead_for`).
     ``profiles``: hardware profiles by name that replace the stored ones (a test's perturbed inputs)."""
-    from repro.cluster import hardware, measured, perfmodel
+    from repro.predict import hardware, measured, perfmodel
 
     def load(name: str):
         return (profiles or {}).get(name) or hardware.load(name)
@@ -33,7 +33,7 @@ def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False, profiles: dict 
         prof, extra = load(r["hardware"]), None
         if real:
             if prof.topology_profile is None:
-                raise hardware.ClusterError(f"hardware profile {prof.name}: no topology_profile to predict on")
+                raise hardware.PredictError(f"hardware profile {prof.name}: no topology_profile to predict on")
             prof, extra = load(prof.topology_profile), measured.overhead_for(method)
         got = perfmodel.step(prof, model, method, int(n), int(r["batch_size"]), int(r["parameters"]), ps, extra)
         rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
@@ -56,9 +56,9 @@ def paper_scale(tp: pd.DataFrame, ps: int = 1, real: bool = False, profiles: dic
 
 
 def validation(tables: dict, p: DistributedParams) -> pd.DataFrame | None:
-    """The model against the run's emulated grid (:func:`repro.cluster.perfmodel.validate_table`); None
+    """The model against the run's emulated grid (:func:`repro.predict.perfmodel.validate_table`); None
     where the run has no emulated grid."""
-    from repro.cluster import perfmodel
+    from repro.predict import perfmodel
 
     if p.emulate.hardware in (None, "none") or "emulated_throughput" not in tables:
         return None
@@ -75,11 +75,11 @@ def validation_text(val: pd.DataFrame) -> str:
 
 
 def external_gate(methods, max_median_pp: float, max_worst_pp: float, errors: pd.DataFrame | None = None):
-    """None where the model's held-out errors on published measurements (:mod:`repro.cluster.measured`) of
+    """None where the model's held-out errors on published measurements (:mod:`repro.predict.measured`) of
     every one of ``methods`` are within ``max_median_pp`` (median) and ``max_worst_pp`` (worst), else the
     gate: not comparable, naming the method and its errors. ``errors``: per method (default: the package's set)."""
     if errors is None:
-        from repro.cluster import measured
+        from repro.predict import measured
 
         errors = measured.method_errors(measured.package_validation()[1])
     for method in methods:
@@ -96,7 +96,7 @@ def external_gate(methods, max_median_pp: float, max_worst_pp: float, errors: pd
 
 def external_text(methods, errors: pd.DataFrame | None = None) -> str:
     if errors is None:
-        from repro.cluster import measured
+        from repro.predict import measured
 
         errors = measured.method_errors(measured.package_validation()[1])
     return "; ".join(f"on published {m} measurements {errors.loc[m, 'median_pp']:.1f} pp median, "

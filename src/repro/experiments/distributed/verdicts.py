@@ -249,7 +249,7 @@ def _beside_model(f, m: Measured, tables: dict, p: DistributedParams) -> str:
 
 
 def _in_words(profile: str) -> str:
-    from repro.cluster import hardware
+    from repro.predict import hardware
 
     prof = hardware.load(profile)
     return prof.in_words or f"{prof.name}'s t_grad and {prof.link} links"
@@ -345,7 +345,7 @@ def _within_error(cid: str, pred: pd.DataFrame, methods, external: pd.DataFrame 
     if cid not in ("model_vgg_worst", "model_ps_efficiency"):
         return None
     if external is None:
-        from repro.cluster import measured
+        from repro.predict import measured
 
         external = measured.method_errors(measured.package_validation()[1])
     err = max(float(external.loc[m, "worst_pp"]) for m in methods) / 100

@@ -1,6 +1,6 @@
 """The thesis' cluster, emulated on this machine: its GPUs' ``t_grad``, its 1 Gb/s links, real tensors.
 
-With ``emulate`` naming a hardware profile (:mod:`repro.cluster.hardware`, ``gtx970-1gbit``), the
+With ``emulate`` naming a hardware profile (:mod:`repro.predict.hardware`, ``gtx970-1gbit``), the
 experiment runs a second grid, next to the CPU one: the same programs
 (:mod:`repro.experiments.speedup.programs`) on the thesis' networks at ``input_size`` and
 ``num_classes`` (224 px, 256 classes), where every closure pulls the real weights, *waits* the
@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from repro import cluster
-from repro.cluster import hardware
 from repro.core import paper as _paper
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
@@ -36,6 +35,7 @@ from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup import rounding
 from repro.experiments.speedup.paramtypes import SpeedupParams
 from repro.experiments.speedup.programs import NULL_NETWORK as NULL
+from repro.predict import hardware
 
 CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 # copies of the model a cluster holds (PS: weights + accumulators; each worker: pulled weights,

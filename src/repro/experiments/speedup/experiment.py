@@ -27,7 +27,7 @@ import pandas as pd
 
 from repro import cluster
 from repro.book.report import glue
-from repro.cluster import hardware, slurm
+from repro.cluster import slurm
 from repro.core import claims, harness
 from repro.core.harness import Result
 from repro.experiments.speedup import emulation, parameters, rounding, statements
@@ -43,6 +43,7 @@ from repro.experiments.speedup.parameters import parameter_table
 from repro.experiments.speedup.paramtypes import SpeedupParams
 from repro.experiments.speedup.plots import plot_predictions
 from repro.experiments.speedup.statements import NAME
+from repro.predict import hardware
 
 __all__ = ["NAME", "EXPERIMENT", "run", "add_cli", "plot_predictions", "glue_numbers", "summarise", "emulated_reported"]
 

@@ -407,10 +407,10 @@ def claims_table(measured: dict[str, _claims.Measured], verdict: dict[str, str])
 
 
 def _model_speedups() -> dict[str, float]:
-    """The analytic model of the thesis' cluster (repro.cluster.perfmodel, through the thesis' rows of the
-    published-measurements set, repro.cluster.measured) for each measured speedup, by its reported key:
+    """The analytic model of the thesis' cluster (repro.predict.perfmodel, through the thesis' rows of the
+    published-measurements set, repro.predict.measured) for each measured speedup, by its reported key:
     N x the predicted efficiency, no fitted overhead (the thesis' own points are in that set)."""
-    from repro.cluster import measured
+    from repro.predict import measured
 
     out = {}
     for p in measured.load():

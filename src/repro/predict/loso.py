@@ -1,6 +1,6 @@
 """Leave one source out: the analytic model on published measurements it was never fitted to.
 
-Every source of :mod:`repro.cluster.measured`'s set is predicted with the per-step overheads fitted on the
+Every source of :mod:`repro.predict.measured`'s set is predicted with the per-step overheads fitted on the
 *other* sources' points (each framework and method one constant, never one per point), and scored against the
 yardstick a model must beat: a constant, the other sources' median efficiency. Reported over every point with
 N > 1 (:func:`evaluate`): median, 90th percentile and worst absolute error in percentage points of scaling

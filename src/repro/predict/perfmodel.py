@@ -17,7 +17,7 @@ overlapped (the emulated clusters do not overlap them either):
   second in each direction.
 
 ``S`` is the weights' bytes (float32) and ``bw`` the link's TCP goodput
-(:func:`repro.cluster.hardware.transfer_seconds`). Efficiency is images/s over ``N`` times one
+(:func:`repro.predict.hardware.transfer_seconds`). Efficiency is images/s over ``N`` times one
 worker's images/s without communication. The model knows nothing the hardware profile does not say:
 what it predicts follows from the profile's numbers, which is what an emulation of that profile replays
 too; :func:`validate` measures how far a published emulated run lies from it.
@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import hardware, overlap
-from .spec import ClusterError
+from .errors import PredictError
 
 METHODS = ("horovod", "ring", "ddp", "ps_sync", "ps_async")
 ALLREDUCE = ("ring", "horovod", "ddp")  # gradients all-reduced (ddp: PyTorch DistributedDataParallel's buckets)
@@ -46,7 +46,7 @@ def hardware_profile(name_or_path: str) -> hardware.Profile:
         return hardware.load(name_or_path)
     if Path(name_or_path).suffix in (".yaml", ".yml") or Path(name_or_path).is_file():
         return hardware.load_file(name_or_path)
-    raise ClusterError(f"unknown hardware profile {name_or_path!r}; valid: {', '.join(hardware.names())}, "
+    raise PredictError(f"unknown hardware profile {name_or_path!r}; valid: {', '.join(hardware.names())}, "
                        "or a .yaml file")
 
 
@@ -61,7 +61,7 @@ def _wire(prof: hardware.Profile, nbytes: float, inter: bool = True) -> float:
     if inter:
         return nbytes * 8 / (hardware.rate_bits(prof.link) * prof.goodput)
     if prof.intra_link is None:  # ProfileSpec requires it with gpus_per_host > 1; a Profile made in code may lack it
-        raise ClusterError(f"hardware profile {prof.name}: gpus_per_host > 1 needs intra_link")
+        raise PredictError(f"hardware profile {prof.name}: gpus_per_host > 1 needs intra_link")
     return nbytes * 8 / hardware.rate_bits(prof.intra_link)
 
 
@@ -105,7 +105,7 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
              pull=None) -> tuple[float, str]:
     """Seconds from the step's start until the gradients are through, and a note where the model's
     layers are unknown. Without overlap: ``pull(size)`` (the weights, where a server holds them), the
-    compute, then ``send(size)``. With overlap (:mod:`repro.cluster.overlap`): the forward pass waits
+    compute, then ``send(size)``. With overlap (:mod:`repro.predict.overlap`): the forward pass waits
     for each layer's weights as they arrive, and the gradients go out as the backward pass makes them
     ready (``send(bytes)``/``pull(bytes)``: one message's time)."""
     pull = pull or (lambda _: 0.0)
@@ -129,9 +129,9 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
     ``value_bytes``: bytes per gradient value on the wire (4: float32; 2: float16 gradients, e.g.
     tf_cnn_benchmarks' ``--use_fp16`` with its default ``compact_gradient_transfer``)."""
     if method not in METHODS:
-        raise ClusterError(f"method {method!r}: valid: {', '.join(METHODS)}")
+        raise PredictError(f"method {method!r}: valid: {', '.join(METHODS)}")
     if workers < 1 or ps < 1 or batch < 1 or parameters < 1:
-        raise ClusterError("workers, ps, batch and parameters must be >= 1")
+        raise PredictError("workers, ps, batch and parameters must be >= 1")
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
     size, n, note = value_bytes * parameters, workers, ""
     extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
@@ -184,7 +184,7 @@ def predict(prof: hardware.Profile, model: str, method: str, workers, batch: int
     """One row of :func:`step` per worker count."""
     if parameters is None:
         if model not in PARAMETERS:
-            raise ClusterError(f"model {model!r}: its parameter count is not known; give it (valid without: "
+            raise PredictError(f"model {model!r}: its parameter count is not known; give it (valid without: "
                                f"{', '.join(PARAMETERS)})")
         parameters = PARAMETERS[model]
     return pd.DataFrame([step(prof, model, method, int(n), batch, parameters, ps, overhead) for n in workers])
@@ -197,7 +197,7 @@ def validate(run_dir: Path) -> pd.DataFrame:
 
     table, prov = Path(run_dir) / "emulated_throughput.csv", Path(run_dir) / "provenance.json"
     if not table.is_file():
-        raise ClusterError(f"{run_dir}: no emulated_throughput.csv (not an emulated distributed run)")
+        raise PredictError(f"{run_dir}: no emulated_throughput.csv (not an emulated distributed run)")
     ps = json.loads(prov.read_text()).get("parameters", {}).get("ps", 1) if prov.is_file() else 1
     return validate_table(pd.read_csv(table), int(ps))
 

@@ -1,4 +1,4 @@
-"""The analytic model (:mod:`repro.cluster.perfmodel`) against real measurements that no one here made.
+"""The analytic model (:mod:`repro.predict.perfmodel`) against real measurements that no one here made.
 
 ``measurements.csv`` (beside this module) holds published scaling measurements of data-parallel
 training: every point with its source (document, table), hardware (GPU, GPUs per host, the links of
@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from repro.core.params import one_line
 
 from . import hardware, overlap, perfmodel
-from .spec import ClusterError
+from .errors import PredictError
 
-# How each framework and method moves gradients (repro.cluster.overlap for the terms):
+# How each framework and method moves gradients (repro.predict.overlap for the terms):
 # overlap, fusion buffer (bytes), cycle (s), host aggregation
 TERMS = {
     ("horovod", "horovod"): (True, overlap.HOROVOD_FUSION_BYTES, overlap.HOROVOD_CYCLE_S, False),
@@ -128,7 +128,7 @@ def extra_file() -> Path:
 
 
 def load_all() -> list[Point]:
-    """Both sets: every published measurement the package has (:mod:`repro.cluster.loso` reads them all)."""
+    """Both sets: every published measurement the package has (:mod:`repro.predict.loso` reads them all)."""
     return load(default_file()) + load(extra_file())
 
 
@@ -139,9 +139,9 @@ def load(path: str | Path | None = None) -> list[Point]:
     try:
         rows = list(csv.DictReader(path.read_text(encoding="utf-8").splitlines()))
     except OSError as exc:
-        raise ClusterError(f"measurements file {path}: {exc.strerror or exc}") from None
+        raise PredictError(f"measurements file {path}: {exc.strerror or exc}") from None
     if not rows:
-        raise ClusterError(f"measurements file {path}: no rows")
+        raise PredictError(f"measurements file {path}: no rows")
     points = []
     for line, row in enumerate(rows, start=2):
         clean = {k: v for k, v in row.items() if k is not None and v not in ("", None)}
@@ -149,7 +149,7 @@ def load(path: str | Path | None = None) -> list[Point]:
             points.append(Point.model_validate(clean))
         except ValidationError as err:
             where = f"measurements file {path}, line {line} ({row.get('id') or '?'})"
-            raise ClusterError(one_line(err, where)) from None
+            raise PredictError(one_line(err, where)) from None
     return points
 
 
@@ -161,7 +161,7 @@ def parameters(p: Point) -> int:
         return perfmodel.PARAMETERS[p.model]
     if p.model in overlap.models():
         return sum(n for n, _ in overlap.layers(p.model))
-    raise ClusterError(f"measurement {p.id}: model {p.model!r} has no known parameter count; give 'parameters'")
+    raise PredictError(f"measurement {p.id}: model {p.model!r} has no known parameter count; give 'parameters'")
 
 
 def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
@@ -289,8 +289,8 @@ def report(path: str | Path | None = None) -> str:
             "error_pp"]
     shown = table[table["workers"] > 1]
     fmt = lambda v: f"{v:.3f}"  # noqa: E731
-    parts = [f"the analytic model (repro.cluster.perfmodel) against {len(points)} published measurements "
-             f"({path or 'the package set: repro/cluster/measurements.csv'}); efficiency = images/s / (N x one GPU's)",
+    parts = [f"the analytic model (repro.predict.perfmodel) against {len(points)} published measurements "
+             f"({path or 'the package set: repro/predict/measurements.csv'}); efficiency = images/s / (N x one GPU's)",
              shown[cols].to_string(index=False, float_format=fmt),
              "per source and method, held-out half (test), percentage points of efficiency:",
              summary(table, "test").to_string(index=False, float_format=lambda v: f"{v:.1f}"),

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from repro.core.params import one_line
 
-from .spec import ClusterError
+from .errors import PredictError
 
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit)$")
 _UNIT = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12}
@@ -57,7 +57,7 @@ class Profile:
     in_words: str = ""  # the profile's deciding numbers in a few words ("K80 t_grad and 25 Gb/s")
     instance: dict | None = None  # {provider, name, processes}: a priced instance of the cost study's table
     epoch_images: int = EPOCH_IMAGES  # images of one epoch, for the cost per epoch
-    # hosts with several GPUs (repro.cluster.perfmodel): `link` is then the network between hosts
+    # hosts with several GPUs (repro.predict.perfmodel): `link` is then the network between hosts
     gpus_per_host: int = 1
     gpus_per_switch: int | None = None  # GPUs sharing one link to the host (a K80 board's two; default: all)
     host_aggregation: bool = False  # a host sums its GPUs' gradients before one copy crosses the network
@@ -65,7 +65,7 @@ class Profile:
     intra_latency_s: float = 0.0
     goodput: float = GOODPUT  # payload share of `link`'s rate (TCP over Ethernet; 1 for RDMA)
     pull_with_forward: bool = True  # with overlap: a server's weights are read as the forward pass needs them
-    overlap: bool = False  # communication starts as the backward pass makes gradients ready (repro.cluster.overlap)
+    overlap: bool = False  # communication starts as the backward pass makes gradients ready (repro.predict.overlap)
     fusion_bytes: float = 0.0  # Horovod's tensor fusion buffer (0: one message per layer)
     cycle_s: float = 0.0  # Horovod's cycle time
     topology_profile: str | None = None  # the profile of the same cluster's real topology (several GPUs per host)
@@ -74,7 +74,7 @@ class Profile:
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
         if model not in self.t_grad_s:
-            raise ClusterError(f"model {model!r} is not in hardware profile {self.name}; "
+            raise PredictError(f"model {model!r} is not in hardware profile {self.name}; "
                                f"valid: {', '.join(self.t_grad_s)}")
         whole = float(self.t_grad_s[model])
         if images is None or batch is None:
@@ -169,7 +169,7 @@ def _data() -> HardwareFile:
     try:
         return HardwareFile.model_validate(raw)
     except ValidationError as err:
-        raise ClusterError(one_line(err, "repro/cluster/hardware.yaml")) from None
+        raise PredictError(one_line(err, "repro/predict/hardware.yaml")) from None
 
 
 def names() -> list[str]:
@@ -186,7 +186,7 @@ def load(name: str) -> Profile:
     """The profile ``name``; an unknown name is one line listing the valid ones."""
     spec = _data().profiles.get(name)
     if spec is None:
-        raise ClusterError(f"unknown hardware profile {name!r}; valid: {', '.join(names())}")
+        raise PredictError(f"unknown hardware profile {name!r}; valid: {', '.join(names())}")
     return _profile(name, spec)
 
 
@@ -199,11 +199,11 @@ def load_file(path) -> Profile:
     try:
         raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ClusterError(f"hardware file {path}: {' '.join(str(exc).split())}") from None
+        raise PredictError(f"hardware file {path}: {' '.join(str(exc).split())}") from None
     try:
         spec = ProfileSpec.model_validate(raw)
     except ValidationError as err:
-        raise ClusterError(one_line(err, f"hardware file {path}")) from None
+        raise PredictError(one_line(err, f"hardware file {path}")) from None
     defaults = {"description": str(path), "source": str(path)}
     spec = spec.model_copy(update={k: v for k, v in defaults.items() if not getattr(spec, k)})
     return _profile(spec.name or Path(path).stem, spec)
@@ -214,7 +214,7 @@ def profile(name: str, raw: dict) -> Profile:
     try:
         return _profile(name, ProfileSpec.model_validate(raw))
     except ValidationError as err:
-        raise ClusterError(one_line(err, f"hardware profile {name}")) from None
+        raise PredictError(one_line(err, f"hardware profile {name}")) from None
 
 
 def _profile(name: str, spec: ProfileSpec) -> Profile:
@@ -246,7 +246,7 @@ def check_param(name: str | None, models, parameter: str = "emulate") -> None:
         return
     try:
         prof = load(name)
-    except ClusterError as exc:
+    except PredictError as exc:
         raise ParameterError(f"parameter '{parameter}': {exc}; or none") from None
     if prof.gpus_per_host > 1 or prof.overlap:  # one link per process, nothing overlapped: what an emulation replays
         can = [n for n in names() if load(n).gpus_per_host == 1 and not load(n).overlap]
@@ -255,7 +255,7 @@ def check_param(name: str | None, models, parameter: str = "emulate") -> None:
                              f"one of {', '.join(can)}; or none")
     try:
         load_for(name, models)
-    except ClusterError as exc:
+    except PredictError as exc:
         raise ParameterError(f"parameter '{parameter}': {exc}; or none") from None
 
 
@@ -263,14 +263,14 @@ def rate_bits(rate: str) -> float:
     """Bits per second of a tc rate (``"1gbit"`` -> 1e9)."""
     m = _RATE.match(str(rate))
     if not m:
-        raise ClusterError(f"rate {rate!r} is not in tc syntax (e.g. 1gbit, 100mbit)")
+        raise PredictError(f"rate {rate!r} is not in tc syntax (e.g. 1gbit, 100mbit)")
     return float(m.group(1)) * _UNIT[m.group(2)]
 
 
 def dilated_rate(rate: str, dilation: float) -> str:
     """The tc rate of a link ``dilation`` times slower (``"1gbit"``, 4 -> ``"250000kbit"``)."""
     if dilation < 1:
-        raise ClusterError(f"dilation must be >= 1, got {dilation:g}")
+        raise PredictError(f"dilation must be >= 1, got {dilation:g}")
     return f"{max(1, round(rate_bits(rate) / dilation / 1e3))}kbit"
 
 
@@ -290,7 +290,7 @@ def check_dilation(flows: float, rate: str, dilation: float, cores: int, what: s
     room = cores * float(machine()["headroom"])
     if need > room:
         least = dilation * need / room
-        raise ClusterError(f"parameter 'dilation': {dilation:g} needs {need:.1f} CPU cores for the transfers of "
+        raise PredictError(f"parameter 'dilation': {dilation:g} needs {need:.1f} CPU cores for the transfers of "
                            f"{what} ({flows:g} link directions at {rate}; this machine has {cores}, "
                            f"{room:.1f} usable); use dilation >= {least:.1f}")
     return need
@@ -300,7 +300,7 @@ def check_memory(model_bytes: float, copies: float, processes: int, available: f
     """Refuse a cluster whose ``copies`` of the model plus ``processes`` TensorFlow processes exceed ``available``."""
     need = model_bytes * copies + processes * PROCESS_BASE_BYTES
     if need > available:
-        raise ClusterError(f"{what} needs about {need / 1e9:.1f} GB ({copies:g} copies of {model_bytes / 1e6:.0f} MB "
+        raise PredictError(f"{what} needs about {need / 1e9:.1f} GB ({copies:g} copies of {model_bytes / 1e6:.0f} MB "
                            f"+ {processes} processes x {PROCESS_BASE_BYTES / 1e6:.0f} MB); {available / 1e9:.1f} GB "
                            "available: refused before any process starts")
     return need

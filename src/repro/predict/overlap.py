@@ -29,7 +29,7 @@ import math
 from functools import lru_cache
 from importlib import resources
 
-from .spec import ClusterError
+from .errors import PredictError
 
 BACKWARD_SHARE = 2 / 3
 HOROVOD_FUSION_BYTES = 64 * 2**20
@@ -53,7 +53,7 @@ def models() -> list[str]:
 def layers(model: str) -> list[tuple[int, int]]:
     """(trainable weights, forward FLOPs) of each layer with weights, in forward order."""
     if model not in _table():
-        raise ClusterError(f"model {model!r} has no layer table (known: {', '.join(models())})")
+        raise PredictError(f"model {model!r} has no layer table (known: {', '.join(models())})")
     return _table()[model]
 
 

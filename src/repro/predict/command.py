@@ -1,0 +1,48 @@
+"""What ``repro predict`` prints: a prediction with its interval and what the model cannot say, or a validation.
+The command line (:mod:`repro.cli`) parses the arguments and prints these texts; everything about the model is here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import billing, loso, measured, perfmodel
+
+
+def validation(what: str, run_dir: Path | None = None) -> str:
+    """``--validate``: leave one source out (``loso``), the train/test split of the published set
+    (``measurements``) or a .csv of the user's, or an emulated run's directory (``run_dir``, resolved by the caller)."""
+    if what == "loso":
+        return loso.report(loso.evaluate())
+    if what == "measurements" or what.endswith(".csv"):
+        return measured.report(None if what == "measurements" else what)
+    table = perfmodel.validate(run_dir if run_dir is not None else Path(what))
+    return (table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+            + f"\nlargest error: {table['error'].abs().max():.1%} over {len(table)} emulated clusters")
+
+
+def prediction(prof, model: str, methods: list[str], workers: list[int], batch: int, parameters: int | None = None,
+               ps: int = 1, prices: str | None = None) -> str:
+    """One model's table on ``prof`` for every method and worker count, with its 80 % interval, the billed cost
+    where the profile names an instance, the batch assumption and what is not modelled."""
+    fitted = prof.overlap and not prof.step_overhead  # a real topology without its own overhead: the fitted one
+    table = loso.with_interval(pd.concat([
+        perfmodel.predict(prof, model, m, workers, batch, parameters, ps,
+                          measured.overhead_for(m) if fitted else None) for m in methods]))
+    cols = ["method", "workers", "images_per_s", "images_low", "images_high", "efficiency", "efficiency_low",
+            "efficiency_high", "compute_s", "comm_s"]
+    lines = [f"{model} on {prof.name} ({prof.link} links), batch {batch} per worker: the analytic model "
+             "(repro.predict.perfmodel), no measurement; *_low / *_high: an 80 % interval from the model's errors on "
+             "published clusters it was not fitted to (repro predict --validate loso)"
+             + ("; per-step overhead fitted on published measurements" if fitted else "")]
+    if prof.batch and batch != prof.batch:
+        lines.append(f"note: the profile's images/s were measured at batch {prof.batch}; at batch {batch} the model "
+                     "assumes the time to compute a step's gradients scales linearly with the batch")
+    if prof.instance:
+        table, head = billing.epoch_costs(table, prof, prices)
+        cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
+        lines.append(head)
+    lines.append(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    lines.append("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
+    return "\n".join(lines)
