@@ -42,3 +42,47 @@ def test_the_transport_term_orders_tcp_and_roce_on_one_cluster_and_removing_it_b
     monkeypatch.setattr(measured, "links", lambda: same)
     tied = loso.pairs(loso.table(points))
     assert not tied[tied["differ"].str.contains("25gbe-roce")]["ordered"].any()
+
+
+def test_the_peer_to_peer_term_halves_the_error_on_geforce_hosts_and_removing_it_loses_that(result):
+    """GeForce RTX 30/40 over PCIe (no peer-to-peer): with the term the model follows their poor scaling; given
+    peer-to-peer (the term removed) it predicts them as any PCIe host and misses by several times more."""
+    t = result["table"]
+    ids = set(t.loc[~t["peer_to_peer"], "id"])
+    assert len(ids) >= 40 and t.loc[t["id"].isin(ids), "source"].nunique() == 2
+    with_term = t.loc[t["id"].isin(ids), "error_pp"].abs()
+    points = [p.model_copy(update={"peer_to_peer": True}) for p in measured.load_all()]
+    t2 = loso.table(points)
+    without = t2.loc[t2["id"].isin(ids), "error_pp"].abs()
+    assert with_term.median() < 6 and with_term.max() < 15
+    assert without.median() > 2 * with_term.median() and without.max() > 40
+
+
+def test_the_collective_goodput_of_tcp_lowers_tcp_all_reduce_only_and_removing_it_undoes_that(monkeypatch):
+    """NCCL over TCP reaches about 60 % of the line (links.yaml: collective_goodput): VGG-16 with Horovod on 128 P100s
+    over 25 Gb/s TCP is predicted well below the same cluster over RoCE; without the term the gap shrinks to latency alone. A
+    parameter server over the same TCP link is not touched by the term."""
+    points = measured.load_all()
+    roce = next(p for p in points if p.id == "horovod2018-003")  # VGG-16, 128 GPUs, 25 Gb/s RoCE
+    assert roce.model == "vgg16" and roce.inter_link == "25gbe-roce"
+    tcp = roce.model_copy(update={"inter_link": "25gbe", "id": "vgg16-tcp"})
+    ps = [p for p in points if p.inter_link in ("10gbe", "20gbe", "25gbe") and p.method.startswith("ps")]
+    eff = lambda p: measured.predict(p)["efficiency"]  # noqa: E731
+    gap, before = eff(roce) - eff(tcp), {p.id: eff(p) for p in ps}
+    plain = {k: {kk: vv for kk, vv in v.items() if kk != "collective_goodput"} for k, v in measured.links().items()}
+    monkeypatch.setattr(measured, "links", lambda: plain)
+    assert gap > 0.2 and eff(roce) - eff(tcp) < gap / 3
+    assert ps and all(before[p.id] == eff(p) for p in ps)
+
+
+def test_every_regime_that_misses_the_goals_says_what_the_model_leaves_out(result):
+    reg = result["per_regime"]
+    assert reg["points"].sum() == result["points"] and set(reg["regime"]) <= set(loso.REGIMES)
+    assert (reg.loc[~reg["goals_met"], "not_modelled"].str.len() > 20).all()
+    text = loso.report(result)
+    for r in reg[~reg["goals_met"]].itertuples():
+        assert f"  {r.regime}: {r.not_modelled}" in text
+    # the regime of a point: real data first, then the missing peer-to-peer, then servers over a network
+    t = result["table"]
+    assert (t.loc[t["data"] == "real", "regime"] == "real data").all()
+    assert (t.loc[(t["data"] != "real") & ~t["peer_to_peer"], "regime"] == "no peer-to-peer").all()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).parent
-OUT = HERE.parents[1] / "src" / "repro" / "cluster" / "measurements_extra.csv"
+OUT = HERE.parents[1] / "src" / "repro" / "predict" / "measurements_extra.csv"
 
 d = pd.concat([pd.read_csv(HERE / f"gathered_{f}.csv", dtype=str, keep_default_na=False)
                for f in ("vendor_lab", "papers_repos", "issue_threads")], ignore_index=True)
@@ -77,6 +77,10 @@ for _, r in d.iterrows():
         row["reading"] = "figure-approx"
     out.append(row)
 df = pd.DataFrame(out)
+# GeForce RTX 30/40 cards over PCIe have no peer-to-peer access (the driver disables it: tinygrad/open-gpu-kernel-
+# modules#17, 8 RTX 4090); an NVLink bridge gives a pair of them peer access over the bridge
+geforce = df["gpu"].str.contains(r"RTX (?:30|40)\d0", regex=True) & df["intra_link"].str.startswith("pcie")
+df["peer_to_peer"] = ["false" if g else "" for g in geforce]
 # ids and a train/test split alternating within each source (the package's convention)
 df["id"] = [f"{s}-{i + 1:03d}" for s, i in zip(df["source"], df.groupby("source").cumcount())]
 df["split"] = ["train" if i % 2 == 0 else "test" for i in df.groupby("source").cumcount()]
@@ -84,5 +88,5 @@ print(df.groupby("source").size().to_dict(), "N>1:", (df.workers.astype(int) > 1
 for k, v in sorted(dropped.items()):
     print("dropped", v, k, file=sys.stderr)
 cols = list(pd.read_csv(OUT.with_name("measurements.csv"), nrows=0).columns)
-cols = [c for c in cols if c != "note"] + ["precision", "note"]
+cols = [c for c in cols if c != "note"] + ["precision", "peer_to_peer", "note"]
 df.reindex(columns=cols).fillna("").to_csv(OUT, index=False)

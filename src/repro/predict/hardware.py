@@ -36,7 +36,8 @@ GOODPUT = 1448 / 1514
 EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
 TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput",
-                   "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile")
+                   "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile",
+                   "peer_to_peer")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -70,6 +71,9 @@ class Profile:
     cycle_s: float = 0.0  # Horovod's cycle time
     topology_profile: str | None = None  # the profile of the same cluster's real topology (several GPUs per host)
     step_overhead: float = 0.0  # a framework's per-step work beyond compute and communication, a share of compute
+    # False: the host's GPUs cannot read each other's memory (GeForce RTX 30/40 over PCIe): an all-reduce inside the
+    # host is staged through host memory (repro.predict.perfmodel.allreduce_seconds)
+    peer_to_peer: bool = True
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -129,6 +133,7 @@ class ProfileSpec(_Strict):
     cycle_s: float = Field(default=0.0, ge=0)
     step_overhead: float = Field(default=0.0, ge=0, le=1)
     topology_profile: str | None = None
+    peer_to_peer: bool = True
 
     @field_validator("link", "intra_link")
     @classmethod

@@ -1,7 +1,8 @@
 """Leave one source out: the analytic model on published measurements it was never fitted to.
 
 Every source of :mod:`repro.predict.measured`'s set is predicted with the per-step overheads fitted on the
-*other* sources' points (each framework and method one constant, never one per point), and scored against the
+*other* sources' points (each framework and method one constant, never one per point; a framework and method that
+only the held-out source has gets the median of the others' constants), and scored against the
 yardstick a model must beat: a constant, the other sources' median efficiency. Reported over every point with
 N > 1 (:func:`evaluate`): median, 90th percentile and worst absolute error in percentage points of scaling
 efficiency, for the model and the constant; the rank correlation of predicted and measured efficiency; the pairs
@@ -39,19 +40,61 @@ def table(points: list[measured.Point]) -> pd.DataFrame:
     for source in sorted({p.source for p in points}):
         rest = [p for p in points if p.source != source]
         overheads = measured.fit(rest, splits=("train", "test"))
+        unseen = float(pd.Series(list(overheads.values())).median())  # a framework/method only this source has
         constant = float(pd.Series([p.measured for p in rest if p.workers > 1]).median())
         for p in points:
             if p.source != source or p.workers < 2:
                 continue
-            pred = _efficiency(base[p.id], overheads.get(measured.group(p), 0.0), p)
+            pred = _efficiency(base[p.id], overheads.get(measured.group(p), unseen), p)
             rows.append({"id": p.id, "source": source, "framework": p.framework, "method": p.method, "gpu": p.gpu,
                          "model": p.model, "batch": p.batch, "precision": p.precision, "workers": p.workers,
                          "intra_link": p.intra_link, "inter_link": p.inter_link, "data": p.data,
+                         "peer_to_peer": p.peer_to_peer, "compute_s": p.batch / p.single_images_per_s,
                          "measured": p.measured, "predicted": pred, "constant": constant})
     t = pd.DataFrame(rows)
+    t["regime"] = [regime(r) for r in t.itertuples()]
     t["error_pp"] = 100 * (t["predicted"] - t["measured"])
     t["constant_pp"] = 100 * (t["constant"] - t["measured"])
     return with_intervals(t)
+
+
+# The regimes the set falls into, and what the model leaves out in each (reported beside each regime's errors)
+REGIMES = {
+    "real data": "reading and decoding real images is not modelled: where the input pipeline, not the GPUs or links, "
+                 "limits a step (tfbench359: GPU utilisation under 90 % above 4 GPUs), the model cannot see it",
+    "no peer-to-peer": "GeForce RTX 30/40 over PCIe: staged through host memory shared by the host's GPUs, not "
+                       "overlapped; the form was chosen on these points' residuals, so they are not a blind test of it",
+    "parameter servers over a network": "a server's own CPU and gRPC / ps-lite service limit is not modelled (it is "
+                                        "as fast as its link); one overhead per framework stands for it",
+    "mixed precision": "short compute steps: the fixed per-step work of a framework weighs more than the overhead "
+                       "share fitted mostly on float32 steps",
+    "all-reduce, float32": "one overhead share per framework: hosts whose scaling differs from their framework's "
+                           "typical one by more than that are missed (RTX 2080 Ti hosts; VGG-16 and AlexNet at 8 GPUs "
+                           "on a DGX-1, whose few large tensors leave the backward pass little to hide behind)",
+}
+
+
+def regime(p) -> str:
+    """The :data:`REGIMES` key of a row of :func:`table` (the first that applies, in that order)."""
+    if p.data == "real":
+        return "real data"
+    if not p.peer_to_peer:
+        return "no peer-to-peer"
+    if p.method.startswith("ps") and p.inter_link != "none":
+        return "parameter servers over a network"
+    return "mixed precision" if p.precision == "mixed" else "all-reduce, float32"
+
+
+def by_regime(t: pd.DataFrame) -> pd.DataFrame:
+    """Per regime: points, sources, the model's median / 90th percentile / worst absolute error and the constant's
+    median (pp), and whether it meets the goals (median, 90th percentile, worst)."""
+    a = t.assign(abs_pp=t["error_pp"].abs(), abs_const=t["constant_pp"].abs())
+    out = a.groupby("regime").agg(points=("id", "count"), sources=("source", "nunique"),
+                                  median_pp=("abs_pp", "median"), p90_pp=("abs_pp", lambda v: v.quantile(0.9)),
+                                  worst_pp=("abs_pp", "max"), constant_median_pp=("abs_const", "median")).reset_index()
+    met = ((out["median_pp"] <= GOALS["median_pp"]) & (out["p90_pp"] <= GOALS["p90_pp"])
+           & (out["worst_pp"] <= GOALS["worst_pp"]))
+    return out.assign(goals_met=met, not_modelled=out["regime"].map(REGIMES).fillna(""))
 
 
 def with_intervals(t: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +149,7 @@ def evaluate(points: list[measured.Point] | None = None) -> dict:
             "coverage": float(t["covered"].mean()), "pairs": int(len(pr)),
             "pairs_informative": int(pr["informative"].sum()) if len(pr) else 0,
             "pairs_ordered": int((pr["ordered"] & pr["informative"]).sum()) if len(pr) else 0,
-            "table": t, "per_source": per_source, "pair_table": pr}
+            "table": t, "per_source": per_source, "pair_table": pr, "per_regime": by_regime(t)}
 
 
 def report(result: dict) -> str:
@@ -127,7 +170,12 @@ def report(result: dict) -> str:
              f"{result['pairs_informative']} measured more than 1 pp apart; {result['pairs_ordered']} of those ordered "
              "as measured",
              f"80 % intervals (the other sources' residuals): coverage {100 * result['coverage']:.0f} %",
-             "per source:", result["per_source"].to_string(index=False, float_format=lambda v: f"{v:.2f}")]
+             "per source:", result["per_source"].to_string(index=False, float_format=lambda v: f"{v:.2f}"),
+             "per regime (goals: median, 90th percentile and worst):",
+             result["per_regime"].drop(columns="not_modelled").to_string(index=False,
+                                                                         float_format=lambda v: f"{v:.2f}")]
+    lines += [f"  {r.regime}: {r.not_modelled}" for r in result["per_regime"].itertuples()
+              if not r.goals_met and r.not_modelled]
     bad = result["pair_table"]
     if len(bad) and (~bad["ordered"]).any():
         wrong = bad[~bad["ordered"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")

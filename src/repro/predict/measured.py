@@ -81,6 +81,9 @@ class Point(BaseModel):
     reading: Literal["table", "text", "figure-approx", "derived"]
     split: Literal["train", "test"]
     precision: Literal["fp32", "mixed"] = "fp32"
+    # False: GeForce RTX 30/40 GPUs over PCIe, whose driver gives no peer-to-peer access (tinygrad/open-gpu-kernel-
+    # modules#17: 8 RTX 4090, P2P disabled by the driver); an all-reduce is staged through host memory
+    peer_to_peer: bool = True
     note: str = ""
 
     @model_validator(mode="after")
@@ -170,12 +173,14 @@ def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
     ov, fusion, cycle, agg = TERMS[(p.framework, p.method)]
     inter = links().get(p.inter_link, {"rate": "1gbit", "goodput": 1.0, "latency_s": 0.0})
     intra = links().get(p.intra_link)
+    # an all-reduce library's streams reach less of a link than one TCP stream does (links.yaml: collective_goodput)
+    goodput = inter.get("collective_goodput", inter["goodput"]) if p.method in perfmodel.ALLREDUCE else inter["goodput"]
     raw = {"images_per_s": {p.model: p.single_images_per_s}, "batch": p.batch, "link": inter["rate"],
-           "goodput": inter["goodput"], "latency_s": inter["latency_s"], "gpus_per_host": p.gpus_per_host,
+           "goodput": goodput, "latency_s": inter["latency_s"], "gpus_per_host": p.gpus_per_host,
            "gpus_per_switch": p.gpus_per_switch, "intra_link": intra["rate"] if intra else None,
            "intra_latency_s": intra["latency_s"] if intra else 0.0, "ps_on_workers": p.ps_placement != "separate",
            "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle,
-           "host_aggregation": agg,
+           "host_aggregation": agg, "peer_to_peer": p.peer_to_peer,
            "step_overhead": overhead, "description": p.gpu, "source": p.source}
     return hardware.profile(p.id, raw)
 

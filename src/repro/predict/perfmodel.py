@@ -76,8 +76,16 @@ def allreduce_seconds(prof: hardware.Profile, n: int, nbytes: float) -> float:
     if hosts > 1:
         t = _wire(prof, share) + 2 * (n - 1) * prof.latency_s
     if g > 1:
-        t = max(t, _wire(prof, share, inter=False) + 2 * (n - 1) * prof.intra_latency_s)
+        t = max(t, _wire(prof, share * _host_path(prof, g), inter=False) + 2 * (n - 1) * prof.intra_latency_s)
     return t
+
+
+def _host_path(prof: hardware.Profile, g: int) -> float:
+    """How many times a byte of a ring inside a host loads the host's internal link: once where the GPUs read each
+    other's memory; ``2 g`` without peer-to-peer (GeForce RTX 30/40 over PCIe), where every byte is staged through
+    host memory (it crosses the host's PCIe root twice: from one GPU into a host buffer, from there to the next) and
+    the host's ``g`` GPUs share that root (NCCL's shared-memory transport)."""
+    return 1.0 if prof.peer_to_peer else 2.0 * g
 
 
 def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float) -> float:
@@ -107,9 +115,11 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
     layers are unknown. Without overlap: ``pull(size)`` (the weights, where a server holds them), the
     compute, then ``send(size)``. With overlap (:mod:`repro.predict.overlap`): the forward pass waits
     for each layer's weights as they arrive, and the gradients go out as the backward pass makes them
-    ready (``send(bytes)``/``pull(bytes)``: one message's time)."""
+    ready (``send(bytes)``/``pull(bytes)``: one message's time). Without peer-to-peer nothing overlaps: the
+    staging through host memory runs after the backward pass (our reading of the GeForce hosts' measurements, not
+    a published figure: ``docs/emulation.md``)."""
     pull = pull or (lambda _: 0.0)
-    if not prof.overlap or model.lower() not in overlap.models():
+    if not prof.overlap or not prof.peer_to_peer or model.lower() not in overlap.models():
         note = "" if not prof.overlap else f"no layer table for {model}: modelled without overlap"
         return pull(size) + compute + send(size), note
     key = model.lower()
