@@ -151,8 +151,15 @@ def test_smoke_notebook_results(smoke_runs):
     val = perfmodel.validate(run_dir)
     model = led.loc[list(MODEL_FINDINGS), "category"].to_dict()
     if val["error"].abs().max() <= 0.10:
-        assert model == {"model_horovod": "not comparable", "model_ring_scaling": "consistent",
-                         "model_vgg_worst": "not testable here", "model_ps_efficiency": "not comparable"}
+        # ResNet50 gains with each added process in the model: consistent where that holds across the model's 80 %
+        # interval, else not comparable, naming the interval (the package's interval, -0.13 to +0.05 of efficiency
+        # on 2026-11-27, leaves the step from 10 to 12 processes open)
+        ring = led.loc["model_ring_scaling"]
+        assert ring["category"] == "consistent" or (ring["category"] == "not comparable"
+                                                    and "80 % interval" in ring["verdict"]), ring["verdict"]
+        assert {k: v for k, v in model.items() if k != "model_ring_scaling"} == {
+            "model_horovod": "not comparable", "model_vgg_worst": "not testable here",
+            "model_ps_efficiency": "not comparable"}
     else:
         assert set(model.values()) == {"not comparable"}
     _check_emulation(run_dir)

@@ -363,14 +363,17 @@ def test_the_published_emulated_run_is_judged_as_checks_with_the_model_beside():
     assert led.loc["vgg_worst", "verdict"].endswith("follows from the paper's hardware: K80 t_grad and 25 Gb/s)")
     assert "the model within 8.9 % of the emulated grid at worst over 30 clusters" in led.loc["ps_efficiency", "verdict"]
     # the model rows: on the real topology's model (16 GPUs per instance, overlap), gated on published measurements;
-    # the PS comparisons are not comparable (the model misses published PS points by 11.5 pp at worst), the
-    # Horovod ones decided, with the emulated profile's model beside where it said otherwise
+    # the PS comparisons are not comparable (the model misses published PS points by 11.5 pp at worst)
     model = led.loc[list(MODEL_FINDINGS)]
     # on the instance as built every model reaches about the same efficiency: closer than the model's error, so
-    # "VGG scales worst" is not comparable rather than decided on the third decimal
-    assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "inconsistent",
+    # "VGG scales worst" is not comparable rather than decided on the third decimal; "every model but vgg16 gains
+    # with each added process" (the model: every model gains, vgg16 too) is not comparable either: the model's
+    # 80 % interval leaves a step open (on 2026-11-27: from 10 to 12 processes)
+    assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "not comparable",
                                            "model_vgg_worst": "not comparable", "model_ps_efficiency": "not comparable"}
-    assert model.loc["model_ring_scaling", "basis"] == "model"
+    assert set(model["basis"]) == {"none"}
+    assert "80 % interval" in led.loc["model_ring_scaling", "verdict"]
+    assert "vgg16: gains, vgg19: gains" in led.loc["model_ring_scaling", "verdict"]
     assert "published ps_sync measurements" in led.loc["model_horovod", "verdict"]
     assert "the best VGG (0.91) or the best other model (0.92) and 0.9" in led.loc["model_vgg_worst", "verdict"]
     assert "cannot tell them apart" in led.loc["model_vgg_worst", "verdict"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import falsify
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from repro.core import paramtypes
 from repro.experiments.distributed import arithmetic, verdicts
 from repro.experiments.distributed.common import FAULT_COLUMNS
+from repro.predict import loso
 
 EXPERIMENT = "distributed"
 P = paramtypes.partial(EXPERIMENT, {"workers": [1, 2], "threads_per_worker": 1, "emulate": None})
@@ -58,14 +61,36 @@ def _linear(base: float, eff: float, ns=(1, 2, 4, 10, 20)) -> dict:
     return {n: (base * n * (eff if n > 1 else 1.0), eff if n > 1 else 1.0) for n in ns}
 
 
+@contextmanager
+def narrow_interval():
+    """The model's 80 % interval narrowed to +-0.001 of efficiency: these cases and tests are about the judges'
+    rules and the model's other gates; the interval gate has its own pairs (test_model_interval_distributed.py),
+    and the package's interval (-0.13 to +0.05 of efficiency on 2026-11-27) would leave most of them open.
+    A context, not a fixture: test_thresholds.py calls CASES from outside this module."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(loso, "interval", lambda: (-0.001, 0.001))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _narrow():
+    with narrow_interval():
+        yield
+
+
 def _model(cid: str, true: tuple, false: tuple):
-    return lambda: (verdicts.model_finding(cid, _predicted(*true), VALIDATED, EXTERNAL),
+    def case():
+        with narrow_interval():
+            return (verdicts.model_finding(cid, _predicted(*true), VALIDATED, EXTERNAL),
                     verdicts.model_finding(cid, _predicted(*false), VALIDATED, EXTERNAL))
+    return case
 
 
 PS = {"resnet50": _linear(100, 0.5, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
 HVD = {"resnet50": _linear(100, 0.97), "vgg16": _linear(50, 0.7)}  # near-linear, and not (vgg_worst's 0.9)
-FLAT_VGG = {**HVD, "vgg16": {n: (400.0, 400.0 / (50 * n)) for n in (1, 2, 4, 10, 20)}}  # no gain from 1 process on
+# vgg16 loses 10 % of its images/s with each added process (a flat line would sit on the claim's edge: with the
+# model's interval around it, whether it gains would be open)
+LOSING_VGG = {**HVD, "vgg16": {n: (50 * 0.9 ** i, 0.9 ** i / n) for i, n in enumerate((1, 2, 4, 10, 20))}}
 CASES = {
     "async_vs_sync": _pair("async_vs_sync", {}, {("ps_async", "vgg16"): 1.8 * 50 * 1.4}),
     "ring_vs_ps": _pair("ring_vs_ps", {("ps_sync", "resnet50"): 95.0, ("ps_sync", "vgg16"): 47.5}, {}),
@@ -88,7 +113,7 @@ CASES = {
     "table1_inception4": _table1("inception_v4", (65.3, 19.8), (42.74, 24.51)),
     # Horovod / PS at N = 10: 0.9 / 0.5 and 0.7 / 0.3 (1.8, 2.3), or 0.6 / 0.5 and 0.3 / 0.3 (1.2, 1.0)
     "model_horovod": _model("model_horovod", (HVD, PS), ({"resnet50": _linear(100, 0.6), "vgg16": _linear(50, 0.3)}, PS)),
-    "model_ring_scaling": _model("model_ring_scaling", (FLAT_VGG, PS), (HVD, PS)),
+    "model_ring_scaling": _model("model_ring_scaling", (LOSING_VGG, PS), (HVD, PS)),
     "model_vgg_worst": _model("model_vgg_worst", (HVD, PS), ({**HVD, "vgg16": _linear(50, 0.97)}, PS)),
     "model_ps_efficiency": _model("model_ps_efficiency", (HVD, PS), ({**HVD, "vgg16": _linear(50, 0.2)}, PS)),
 }

@@ -13,8 +13,9 @@ import flip
 import pandas as pd
 import pytest
 
+from repro.core import claims
 from repro.experiments.distributed import modelbasis, verdicts
-from repro.predict import hardware, measured, perfmodel
+from repro.predict import hardware, loso, measured, perfmodel
 
 EXPERIMENT = "distributed"
 DOMAIN = ("Table 1 rows: each printed figure (parameters, GFLOPs) x0.8-x1.25, log-uniform, independently (a misprint, "
@@ -68,11 +69,23 @@ def perturbed(rng) -> hardware.Profile:
         intra_latency_s=p.intra_latency_s * next(f), cycle_s=p.cycle_s * next(f), fusion_bytes=p.fusion_bytes * next(f))
 
 
+# The model's 80 % interval narrowed to +-0.001 of efficiency while sampling. The sampler asks whether the claim's
+# rule, fed the model of the paper's cluster, can come out either way on plausible inputs of that model; the
+# interval gate (test_model_interval_distributed.py) then decides whether a given prediction is sharp enough to be
+# read at all. Under the package's interval (-0.13 to +0.05 of efficiency on 2026-11-27) "gains with each added
+# process" cannot hold at every step from 1 to 20 processes: from 10 to 12 the images/s rise 20 % at most, less than
+# the interval's width (60 draws gave 46 not comparable, 14 inconsistent, none consistent), so the row can be
+# decided only one way until the model is sharper.
+NARROW = (-0.001, 0.001)
+
+
 def _model(cid: str):
     def sample(rng):
         tp, val, external = _emulated()
         pred = modelbasis.paper_scale(tp, 1, real=True, profiles={TOPOLOGY: perturbed(rng)})
-        return verdicts.model_finding(cid, pred, val, external)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(loso, "interval", lambda: NARROW)
+            return verdicts.model_finding(cid, pred, val, external)
     return sample
 
 
@@ -100,9 +113,17 @@ def test_table1_rows_are_sharp_over_the_wide_domain():
     assert seen.get("inconsistent", 0) > 3900 and 0 < seen.get("consistent", 0) < 40, seen
 
 
-def test_the_unperturbed_profile_gives_the_published_model_row():
-    """The sampler's path with every factor 1 is the published row: every model gains, vgg16 too (inconsistent)."""
+def test_the_unperturbed_profile_gives_the_published_model_row(monkeypatch):
+    """The sampler's path with every factor 1: every model gains, vgg16 too (inconsistent, the interval narrowed as
+    the sampler narrows it); under the package's interval it is the published row (not comparable where the
+    interval leaves a step open)."""
     tp, val, external = _emulated()
     pred = modelbasis.paper_scale(tp, 1, real=True, profiles={TOPOLOGY: hardware.load(TOPOLOGY)})
+    m = verdicts.model_finding("model_ring_scaling", pred, val, external)
+    published = pd.read_csv(_latest("emulated") / "ledger.csv").set_index("id").loc["model_ring_scaling"]
+    assert claims.row(claims.load(EXPERIMENT)["model_ring_scaling"], m)["verdict"] == published["verdict"]
+    if m.gate is not None:
+        assert m.gate.category.value == "not comparable" and "80 % interval" in m.gate.detail
+    monkeypatch.setattr(loso, "interval", lambda: NARROW)
     m = verdicts.model_finding("model_ring_scaling", pred, val, external)
     assert m.basis == "model" and m.holds is False and m.ours.startswith("Horovod: inception_v3: gains")

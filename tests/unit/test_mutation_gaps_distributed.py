@@ -15,6 +15,7 @@ from repro.core import verdicts as V
 from repro.experiments.distributed import arithmetic, modelbasis
 from repro.experiments.distributed import verdicts as v
 from repro.experiments.distributed.common import FAULT_COLUMNS, HOROVOD_NOT_INSTALLED, NAME, PS_BYTES
+from repro.predict import loso
 
 SHARE = "4 workers x 1 thread(s) plus the PS/chief processes share 2 cores"
 NM, NT, NC = V.Category.NOT_MEASURED, V.Category.NOT_TESTABLE, V.Category.NOT_COMPARABLE
@@ -254,6 +255,15 @@ def test_an_emulated_verdict_the_model_does_not_give_says_so():
 VALIDATED = pd.DataFrame({"error": [0.05, -0.03]})
 EXTERNAL = pd.DataFrame({"points": [4, 30], "median_pp": [1.0, 3.0], "worst_pp": [4.0, 9.0]},
                         index=pd.Index(["horovod", "ps_sync"], name="method"))
+NARROW = (-0.001, 0.001)
+
+
+@pytest.fixture
+def narrow(monkeypatch):
+    """The model's 80 % interval narrowed to +-0.001 of efficiency: the tests that use it are about the model rows'
+    other rules (gates, notes, the emulated profile's model beside), which the package's interval (-0.13 to +0.05
+    on 2026-11-27) would hide behind its own gate; that gate's tests: test_model_interval_distributed.py."""
+    monkeypatch.setattr(loso, "interval", lambda: NARROW)
 
 
 def _predicted(horovod: dict, ps: dict) -> pd.DataFrame:
@@ -277,6 +287,7 @@ def _expected(tables: dict, p, ps: int) -> dict:
     return {cid: _model_fields(v.model_finding(cid, pred, val, old=old)) for cid in v.MODEL_FINDINGS}
 
 
+@pytest.mark.usefixtures("narrow")
 def test_model_rows_judge_the_real_topology_validated_on_the_emulated_grid():
     tables, p = {"emulated_throughput": _emulated_tp()}, EMULATED
     got = {cid: _model_fields(m) for cid, m in v.model_findings(tables, p).items()}
@@ -286,6 +297,7 @@ def test_model_rows_judge_the_real_topology_validated_on_the_emulated_grid():
 
 
 @pytest.mark.parametrize("ps", [None, 2])
+@pytest.mark.usefixtures("narrow")
 def test_model_rows_show_the_emulated_profiles_model_at_the_runs_ps(ps, monkeypatch):
     """With the model's errors on measurements under the thresholds (a stand-in for the package's), the PS rows
     decide too, and the emulated profile's model (at the run's ps) is named where it said otherwise."""
@@ -315,6 +327,7 @@ def test_a_model_row_gated_twice_shows_no_prediction():
     assert (m.ours, m.gate.category, m.note) == (v.NO, NC, "")
 
 
+@pytest.mark.usefixtures("narrow")
 def test_a_decided_model_row_has_its_notes_in_order():
     hvd = {"resnet50": _linear(100, 0.97), "vgg16": _linear(50, 0.7)}
     ps = {"resnet50": _linear(100, 0.5, (1, 2, 4, 10)), "vgg16": _linear(50, 0.3, (1, 2, 4, 10))}
@@ -322,7 +335,9 @@ def test_a_decided_model_row_has_its_notes_in_order():
     m = v.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL, old=pred)
     assert m.note == ("predicted up to 20 workers; the paper's ran to 20; the model within 5.0 % of the emulated grid "
                       "at worst over 2 clusters; on published horovod measurements 1.0 pp median, 4.0 pp worst "
-                      "(held-out half)")
+                      "(held-out half); the outcome holds across the model's 80 % interval (-0.00 to +0.00 of "
+                      "scaling efficiency around each prediction: the 10th and 90th percentiles of its "
+                      "leave-one-source-out residuals on published measurements)")
 
 
 def _close(gap: float, worst_pp: float, cid: str = "model_vgg_worst"):
@@ -334,6 +349,7 @@ def _close(gap: float, worst_pp: float, cid: str = "model_vgg_worst"):
     return v.model_finding(cid, pred, VALIDATED, EXTERNAL.assign(worst_pp=[worst_pp, worst_pp]))
 
 
+@pytest.mark.usefixtures("narrow")
 def test_a_model_gap_at_or_just_inside_the_error_is_not_comparable():
     assert _close(0.0625, 6.26).gate.category is NC  # 6.25 pp within 6.26
     assert _close(0.0398, 4.0).gate.category is NC  # 3.98 pp within 4 pp

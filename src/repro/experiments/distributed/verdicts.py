@@ -13,7 +13,7 @@ import pandas as pd
 
 from repro.core import claims, paper
 from repro.core import verdicts as V
-from repro.experiments.distributed import arithmetic, modelbasis
+from repro.experiments.distributed import arithmetic, modelbasis, modelinterval
 from repro.experiments.distributed.common import (
     FINDINGS,
     HOROVOD_NOT_INSTALLED,
@@ -306,7 +306,8 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
     :func:`modelbasis.paper_scale` gives it) on basis ``model``, gated on the model's validation
     ``val`` against the emulated grid (claims.yaml threshold ``max_model_error``) and on its held-out errors
     on published measurements of the methods it judges (``external``, per method; default: the package's
-    set; thresholds ``max_external_median_pp``, ``max_external_worst_pp``). The ratio and PS efficiency are
+    set; thresholds ``max_external_median_pp``, ``max_external_worst_pp``), and decided only where its outcome
+    holds across the model's 80 % interval (:func:`modelinterval.gate`). The ratio and PS efficiency are
     read at the largest N both methods reach (the paper's PS ran to 10), the scaling findings on Horovod to
     its largest N. ``old``: the same table from the emulated profile's model; where its verdict differs,
     the note says so."""
@@ -320,7 +321,7 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
                                     claim.threshold("max_external_worst_pp"), external)
     m = _model_judge(cid, pred)
     if gate is None and m.gate is None:
-        gate = _within_error(cid, pred, methods, external)
+        gate = _within_error(cid, pred, methods, external) or modelinterval.gate(cid, _judged(cid, pred))
     if gate is not None or m.gate is not None:
         return Measured(NO, gate=gate or m.gate, note=m.ours if gate is not None and m.gate is None else "")
     prof = pred["hardware"].iloc[0]
@@ -332,7 +333,7 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
         claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
     said = f"the emulated profile's model said otherwise: {was.ours}" if changed and was is not None else ""
     m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val), modelbasis.external_text(methods, external),
-                                   said) if x)
+                                   f"the outcome holds across {modelinterval.text()}", said) if x)
     m.evidence = "distributed-model-paper-scale"
     return m
 
@@ -369,11 +370,16 @@ def _within_error(cid: str, pred: pd.DataFrame, methods, external: pd.DataFrame 
                             f"error on published measurements ({100 * err:.1f} pp): it cannot tell them apart")
 
 
-def _model_judge(cid: str, pred: pd.DataFrame) -> Measured:
+def _judged(cid: str, pred: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``pred`` a model finding reads: both methods up to the largest N both reach (the Horovod /
+    PS comparisons), else Horovod's."""
     both = pred.groupby("workers")["method"].nunique()
     two = cid in ("model_horovod", "model_ps_efficiency")
-    t = pred[pred["workers"] <= both[both >= 2].index.max()] if two else pred[pred["method"] == "horovod"]
-    return MODEL_JUDGES[cid](_emulated_grid(t, "model"))
+    return pred[pred["workers"] <= both[both >= 2].index.max()] if two else pred[pred["method"] == "horovod"]
+
+
+def _model_judge(cid: str, pred: pd.DataFrame) -> Measured:
+    return MODEL_JUDGES[cid](_emulated_grid(_judged(cid, pred), "model"))
 
 
 def model_findings(tables: dict, p: DistributedParams) -> dict[str, Measured]:
