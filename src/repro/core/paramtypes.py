@@ -49,9 +49,9 @@ def params_class(experiment: str) -> type[Params]:
 
 def load(experiment: str, values: Mapping[str, Any]) -> Any:
     """A stored run's parameters (``provenance.json``: nested, or flat where stored before the nesting; a
-    parameter the run predates at its ``legacy:`` value), as the experiment's class, validated."""
-    spec = _params.spec(experiment)
-    return spec.validate(spec.stored(values))
+    parameter the run predates at its ``legacy:`` value), as the experiment's class. Not validated again: they
+    were when the run started, under the schema of its day (a ``legacy:`` value may lie outside today's)."""
+    return partial(experiment, _params.spec(experiment).stored(values))
 
 
 def partial(experiment: str, values: Mapping[str, Any]) -> Any:
@@ -62,7 +62,7 @@ def partial(experiment: str, values: Mapping[str, Any]) -> Any:
     top: dict[str, Any] = {}
     for key, value in _params.nest(spec.dotted(values)).items():
         group = cls.model_fields[key].annotation if key in spec.groups else None
-        top[key] = group.model_construct(**value) if isinstance(group, type) else value
+        top[key] = group.model_construct(**value) if isinstance(group, type) and issubclass(group, Group) else value
     return cls.model_construct(**top)
 
 

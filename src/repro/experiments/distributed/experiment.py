@@ -24,7 +24,7 @@ method, workers, model), ``per_worker``, ``scaling`` (efficiency vs ideal linear
 to parameters and FLOPs of the Keras models), ``faults`` (one of two workers killed mid-run: async
 PS finishes, ring all-reduce stops; orphan processes counted), ``findings`` (the ledger's rows for
 the findings of digest §2), and ``bandwidth``: the bandwidth sweep, every sweep method at
-``sweep_workers`` workers on an emulated network per link rate (:class:`repro.cluster.Network`),
+``sweep.workers`` workers on an emulated network per link rate (:class:`repro.cluster.Network`),
 with the bytes each link carried in the timed window (the supervisor's 0.2 s samples) next to the
 analytic volumes (ring 2(N-1)/N M per worker, central PS N M per step) and images/sec next to
 min(loopback throughput, link bound). Each cluster run's logs stay under ``clusters/<method>-<N>/``.
