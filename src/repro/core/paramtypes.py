@@ -56,11 +56,13 @@ def load(experiment: str, values: Mapping[str, Any]) -> Any:
 
 def partial(experiment: str, values: Mapping[str, Any]) -> Any:
     """Some of an experiment's parameters (nested, dotted or flat), not validated (a test that judges with a few of
-    them): a parameter not given is absent, and reading it an ``AttributeError`` naming it."""
+    them): a parameter not given is at its ``legacy:`` value where it declares one, else absent, and reading it an
+    ``AttributeError`` naming it."""
     spec = _params.spec(experiment)
     cls = params_class(experiment)
+    legacy = {name: decl.legacy for name, decl in spec.params.items() if decl.has_legacy}
     top: dict[str, Any] = {}
-    for key, value in _params.nest(spec.dotted(values)).items():
+    for key, value in _params.nest({**legacy, **spec.dotted(values)}).items():
         group = cls.model_fields[key].annotation if key in spec.groups else None
         top[key] = group.model_construct(**value) if isinstance(group, type) and issubclass(group, Group) else value
     return cls.model_construct(**top)
