@@ -70,7 +70,7 @@ def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
     need("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
     if not NETNS:
         pytest.skip("no private network namespace here")
-    from repro.core import params, paramtypes
+    from repro.core import params
     from repro.experiments.distributed import runs
 
     p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 1, "steps": 30})
@@ -94,7 +94,7 @@ def test_emulated_ps_worker_waits_t_grad_in_every_timed_step(method, tmp_path):
     """An emulated PS worker waits t_grad x dilation in every timed step (the wait is a tensor argument of
     the traced step; that warm-up passes 0 is tested in test_emulation): images/sec stays under
     workers x batch / t_grad, and not far under it."""
-    from repro.core import params, paramtypes
+    from repro.core import params
     from repro.experiments.distributed import runs
 
     p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 2, "steps": 4})

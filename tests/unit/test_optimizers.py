@@ -285,7 +285,6 @@ def test_conclusions_add_the_loss_rows_where_the_summary_has_the_loss():
 def test_an_optimizer_without_a_label_is_refused_before_training(monkeypatch):
     """A newcomer who adds a name to profile.yaml's choices but not its label: refused in prepare, in one line,
     not after hours of training; every choice of the profile has a label and a builder."""
-    from repro.core import paramtypes
     from repro.experiments.optimizers import common, measure
     from repro.ml import optim
 

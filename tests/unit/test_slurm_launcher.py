@@ -14,7 +14,7 @@ from repro.cluster import plan as cluster_plan
 from repro.cluster import slurm, slurm_task
 from repro.cluster.plan import ClusterPlan
 from repro.cluster.spec import name_of_slug, role_names
-from repro.core import params, paramtypes
+from repro.core import params
 from repro.experiments.distributed import runs as dist_runs
 from repro.experiments.speedup import measure as sp_measure
 

@@ -110,7 +110,7 @@ def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFram
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 
-class Distributed(harness.Experiment):
+class Distributed(harness.Experiment[DistributedParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -150,10 +150,11 @@ class Distributed(harness.Experiment):
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         return harness.Output(tables, summary)
 
-    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+    def judge(self, result: harness.Result[DistributedParams]) -> dict[str, claims.Measured]:
         return verdicts.measurements(result.tables, result.summary, result.params, result.provenance)
 
-    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: harness.Result[DistributedParams], measured: dict,
+                      ledger: pd.DataFrame) -> harness.Output:
         """The chapter's findings and Table 1's verdict column: the ledger's rows (rejudge rewrites them)."""
         table1 = result.tables["table1"].assign(verdict=lambda t: verdicts.table1_verdicts(t, ledger))
         return harness.Output({"table1": table1, "findings": verdicts.findings_table(ledger)})
