@@ -67,10 +67,11 @@ REGIMES = {
     "parameter servers over a network": "a server's own CPU and gRPC / ps-lite service limit is not modelled (it is "
                                         "as fast as its link); one overhead per framework stands for it",
     "mixed precision": "short compute steps: the fixed per-step work of a framework weighs more than the overhead "
-                       "share fitted mostly on float32 steps",
+                       "share fitted mostly on float32 steps; a DGX-2's V100s in mixed precision lose half their "
+                       "throughput at 8 GPUs where float32 loses a tenth, which nothing in the model explains",
     "all-reduce, float32": "one overhead share per framework: hosts whose scaling differs from their framework's "
-                           "typical one by more than that are missed (RTX 2080 Ti hosts; VGG-16 and AlexNet at 8 GPUs "
-                           "on a DGX-1, whose few large tensors leave the backward pass little to hide behind)",
+                           "typical one by more than that are missed (the RTX 2080 Ti hosts, too optimistic at every "
+                           "N, even over an NVLink bridge)",
 }
 
 
