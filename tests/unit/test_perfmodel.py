@@ -75,7 +75,8 @@ def test_repro_predict_prints_the_model_and_refuses_bad_input_in_one_line(capsys
     assert cli.main(["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "horovod,ps_sync",
                      "--workers", "2,20"]) == 0
     out = capsys.readouterr().out
-    assert "no measurement" in out and out.count("horovod") == 2 and out.count("ps_sync") == 2
+    assert "no measurement" in out and out.count("\nhorovod") == 2 and out.count("\nps_sync") == 2
+    assert "interval of horovod, ps_sync: " in out or "interval of horovod: " in out
     base = {"--hardware": "k80-p2.16xlarge", "--model": "vgg16", "--method": "horovod", "--workers": "2"}
     for change, word in (({"--method": "allreduce"}, "allreduce"), ({"--model": "alexnet"}, "alexnet"),
                          ({"--workers": "2,x"}, "--workers"), ({"--hardware": "nope"}, "nope")):
