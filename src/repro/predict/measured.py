@@ -87,6 +87,7 @@ class Point(BaseModel):
     # False: GeForce RTX 30/40 GPUs over PCIe, whose driver gives no peer-to-peer access (tinygrad/open-gpu-kernel-
     # modules#17: 8 RTX 4090, P2P disabled by the driver); an all-reduce is staged through host memory
     peer_to_peer: bool = True
+    framework_version: str = ""  # as the source states it (the gathered rows'; blank where it states none)
     note: str = ""
 
     @model_validator(mode="after")
