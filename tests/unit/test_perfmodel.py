@@ -126,3 +126,17 @@ def test_repro_predict_prices_an_epoch_where_the_profile_names_an_instance(tmp_p
     printed = capsys.readouterr().out
     assert "cost_per_epoch" in printed and printed.count("*") >= 2
     assert hardware.load("gtx970-1gbit").instance is None  # no instance named: no cost columns
+
+
+def test_a_profile_s_collective_goodput_slows_an_all_reduce_between_hosts_only():
+    from repro.predict import hardware
+
+    raw = {"link": "25gbit", "gpus_per_host": 8, "intra_link": "96gbit", "images_per_s": {"vgg16": 150}, "batch": 32}
+    plain, nccl_tcp = hardware.profile("a", raw), hardware.profile("b", {**raw, "collective_goodput": 0.6})
+    ring = [perfmodel.step(p, "vgg16", "horovod", 16, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    ps = [perfmodel.step(p, "vgg16", "ps_sync", 16, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    assert ring[1]["efficiency"] < ring[0]["efficiency"] - 0.05 and ps[0] == {**ps[1], "hardware": "a"}
+    one_host = [perfmodel.step(p, "vgg16", "horovod", 8, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    assert one_host[0]["efficiency"] == one_host[1]["efficiency"]
+    assert any("collective_goodput not given" in s for s in perfmodel.limits(plain, "vgg16"))
+    assert not any("collective_goodput" in s for s in perfmodel.limits(nccl_tcp, "vgg16"))

@@ -177,10 +177,9 @@ def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
     ov, fusion, cycle, agg = TERMS[(p.framework, p.method)]
     inter = links().get(p.inter_link, {"rate": "1gbit", "goodput": 1.0, "latency_s": 0.0})
     intra = links().get(p.intra_link)
-    # an all-reduce library's streams reach less of a link than one TCP stream does (links.yaml: collective_goodput)
-    goodput = inter.get("collective_goodput", inter["goodput"]) if p.method in perfmodel.ALLREDUCE else inter["goodput"]
     raw = {"images_per_s": {p.model: p.single_images_per_s}, "batch": p.batch, "link": inter["rate"],
-           "goodput": goodput, "latency_s": inter["latency_s"], "gpus_per_host": p.gpus_per_host,
+           "goodput": inter["goodput"], "collective_goodput": inter.get("collective_goodput"),
+           "latency_s": inter["latency_s"], "gpus_per_host": p.gpus_per_host,
            "gpus_per_switch": p.gpus_per_switch, "intra_link": intra["rate"] if intra else None,
            "intra_latency_s": intra["latency_s"] if intra else 0.0, "ps_on_workers": p.ps_placement != "separate",
            "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle,
