@@ -309,7 +309,7 @@ def narrow(monkeypatch):
     """The model's 80 % interval narrowed to +-0.001 of efficiency: the tests that use it are about the model rows'
     other rules (gates, notes, the emulated profile's model beside), which the package's interval (-0.13 to +0.05
     on 2026-11-27) would hide behind its own gate; that gate's tests: test_model_interval_distributed.py."""
-    monkeypatch.setattr(loso, "interval", lambda: NARROW)
+    monkeypatch.setattr(loso, "interval", lambda *_: NARROW)
 
 
 def _predicted(horovod: dict, ps: dict) -> pd.DataFrame:
@@ -381,8 +381,8 @@ def test_a_decided_model_row_has_its_notes_in_order():
     m = v.model_finding("model_vgg_worst", pred, VALIDATED, EXTERNAL, old=pred)
     assert m.note == ("predicted up to 20 workers; the paper's ran to 20; the model within 5.0 % of the emulated grid "
                       "at worst over 2 clusters; on published horovod measurements 1.0 pp median, 4.0 pp worst "
-                      "(held-out half); the outcome holds across the model's 80 % interval (-0.00 to +0.00 of "
-                      "scaling efficiency around each prediction: the 10th and 90th percentiles of its "
+                      "(held-out half); the outcome holds across the model's 80 % interval (-0.00 to +0.00 for "
+                      "horovod ('float32, all-reduce or servers on one host') of scaling efficiency around each prediction: the 10th and 90th percentiles of its "
                       "leave-one-source-out residuals on published measurements)")
 
 

@@ -69,9 +69,9 @@ REGIMES = {
     "mixed precision": "short compute steps: the fixed per-step work of a framework weighs more than the overhead "
                        "share fitted mostly on float32 steps; a DGX-2's V100s in mixed precision lose half their "
                        "throughput at 8 GPUs where float32 loses a tenth, which nothing in the model explains",
-    "all-reduce, float32": "one overhead share per framework: hosts whose scaling differs from their framework's "
-                           "typical one by more than that are missed (the RTX 2080 Ti hosts, too optimistic at every "
-                           "N, even over an NVLink bridge)",
+    "float32, all-reduce or servers on one host":
+        "one overhead share per framework: hosts whose scaling differs from their framework's typical one by more "
+        "than that are missed (the RTX 2080 Ti hosts, too optimistic at every N, even over an NVLink bridge)",
 }
 
 
@@ -83,7 +83,7 @@ def regime(p) -> str:
         return "no peer-to-peer"
     if p.method.startswith("ps") and p.inter_link != "none":
         return "parameter servers over a network"
-    return "mixed precision" if p.precision == "mixed" else "all-reduce, float32"
+    return "mixed precision" if p.precision == "mixed" else "float32, all-reduce or servers on one host"
 
 
 def by_regime(t: pd.DataFrame) -> pd.DataFrame:
@@ -210,7 +210,7 @@ def regime_of(prof, method: str, workers) -> str:
         return "no peer-to-peer"
     if method.startswith("ps") and max(workers) > prof.gpus_per_host:
         return "parameter servers over a network"
-    return "all-reduce, float32"
+    return "float32, all-reduce or servers on one host"
 
 
 def with_interval(pred: pd.DataFrame, regime_name: str | None = None) -> pd.DataFrame:
