@@ -144,3 +144,45 @@ def test_a_decisive_measured_verdict_needs_the_claims_counterfactual_and_every_r
     with pytest.raises(ClaimsError, match="tier"):
         claims._claim("x", {**dict(id="c", paper="p", text="t", paper_value="1", source="s", evidence="e",
                                   check="holds"), "tier": "strong"})
+
+
+def test_claims_errors_name_the_claim_and_the_allowed_checks():
+    base = dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e", check="holds")
+    with pytest.raises(ClaimsError, match=r"^x/claims.yaml, claim 'a': check must be one of within, band, holds, "
+                                          r"got 'maybe'$"):
+        claims._claim("x", dict(base, check="maybe"))
+    no_id = {k: v for k, v in base.items() if k != "id"}
+    with pytest.raises(ClaimsError, match=r"^x/claims.yaml, claim '\?': missing \['id'\]"):
+        claims._claim("x", no_id)
+    with pytest.raises(ClaimsError, match=r"^x/claims.yaml, claim '\?'"):  # not a mapping at all
+        claims._claim("x", ["id", "a"])
+
+
+def test_a_band_claim_keeps_its_band_as_a_pair():
+    raw = dict(id="a", paper="p", text="t", paper_value=1, source="s", evidence="e", check="band",
+               band=[0.8, 1.0], tolerance_source="s", counterfactual="a run below 0.8 (test_x)")
+    c = claims._claim("x", raw)
+    assert c.band == (0.8, 1.0)
+    assert claims.row(c, Measured("0.9", value=0.9, runs=2))["category"] == "reproduced"
+
+
+def test_the_ends_of_a_tolerance_and_of_a_band_are_inside():
+    within = _claim(check="within", reference_value=2.0, tolerance=0.5, tolerance_source="x")
+    assert claims.row(within, Measured("2.5", value=2.5, runs=2))["verdict"] == "reproduced"
+    assert claims.row(within, Measured("1.5", value=1.5, runs=2))["verdict"] == "reproduced"
+    assert claims.row(within, Measured("2.6", value=2.6, runs=2))["category"] == "differs"
+    band = _claim(check="band", band=(0.8, 1.0), tolerance_source="x")
+    for at in (0.8, 1.0):
+        assert claims.row(band, Measured(str(at), value=at, runs=2))["verdict"] == "reproduced", at
+
+
+def test_a_gate_keeps_the_measurements_note_and_a_missing_value_is_named():
+    row = claims.row(_claim(), Measured("x", gate=V.not_comparable("a"), note="b"))
+    assert row["verdict"] == "not comparable (a; b)"
+    with pytest.raises(ClaimsError, match=r"^claim 'c' \(check band\) needs a value or a gate$"):
+        claims.compare(_claim(check="band", band=(0.0, 1.0), tolerance_source="x"), Measured("x"))
+
+
+def test_a_row_on_basis_none_has_no_runs_whatever_ours_says():
+    row = claims.row(_claim(), Measured("bare metal only", gate=V.not_testable("x"), basis="none", runs=3))
+    assert (row["basis"], row["runs"], row["ours"]) == ("none", 0, "bare metal only")

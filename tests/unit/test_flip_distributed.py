@@ -84,7 +84,7 @@ def _model(cid: str):
         tp, val, external = _emulated()
         pred = modelbasis.paper_scale(tp, 1, real=True, profiles={TOPOLOGY: perturbed(rng)})
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(loso, "interval", lambda: NARROW)
+            mp.setattr(loso, "interval", lambda *_: NARROW)
             return verdicts.model_finding(cid, pred, val, external)
     return sample
 
@@ -124,6 +124,6 @@ def test_the_unperturbed_profile_gives_the_published_model_row(monkeypatch):
     assert claims.row(claims.load(EXPERIMENT)["model_ring_scaling"], m)["verdict"] == published["verdict"]
     if m.gate is not None:
         assert m.gate.category.value == "not comparable" and "80 % interval" in m.gate.detail
-    monkeypatch.setattr(loso, "interval", lambda: NARROW)
+    monkeypatch.setattr(loso, "interval", lambda *_: NARROW)
     m = verdicts.model_finding("model_ring_scaling", pred, val, external)
     assert m.basis == "model" and m.holds is False and m.ours.startswith("Horovod: inception_v3: gains")

@@ -86,3 +86,19 @@ def test_every_regime_that_misses_the_goals_says_what_the_model_leaves_out(resul
     t = result["table"]
     assert (t.loc[t["data"] == "real", "regime"] == "real data").all()
     assert (t.loc[(t["data"] != "real") & ~t["peer_to_peer"], "regime"] == "no peer-to-peer").all()
+
+
+def test_a_prediction_takes_the_interval_of_its_regime_where_the_regime_has_enough_points():
+    from repro.predict import hardware
+
+    r = loso.residuals()
+    ps = r.loc[r["regime"] == "parameter servers over a network", "residual"]
+    assert len(ps) >= loso.MIN_REGIME_POINTS
+    assert loso.interval("parameter servers over a network") == (ps.quantile(0.1), ps.quantile(0.9))
+    real = r.loc[r["regime"] == "real data", "residual"]
+    assert len(real) < loso.MIN_REGIME_POINTS and loso.interval("real data") == loso.interval()
+    raw = {"link": "25gbit", "gpus_per_host": 8, "intra_link": "96gbit", "images_per_s": {"vgg16": 100}, "batch": 32}
+    prof = hardware.profile("user", raw)
+    assert loso.regime_of(prof, "ps_sync", [1, 8]) == "float32, all-reduce or servers on one host"  # one host: no network
+    assert loso.regime_of(prof, "ps_sync", [1, 16]) == "parameter servers over a network"
+    assert loso.regime_of(hardware.profile("g", {**raw, "peer_to_peer": False}), "ring", [8]) == "no peer-to-peer"

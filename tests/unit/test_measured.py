@@ -95,15 +95,17 @@ def test_the_validation_set_has_four_sources_and_thirty_points_and_a_declared_sp
 
 
 def test_the_model_meets_the_median_goal_on_the_held_out_half_and_misses_the_worst_where_the_book_says():
-    """Held-out half: median 2.7 pp (goal 5); worst 17.1 pp (goal 10), TF's NCCL ring on 8 P100s (DGX-1), which
-    loses a quarter the model does not know of; Horovod within 3.4 pp."""
+    """Held-out half: median 2.6 pp (goal 5); worst 15.7 pp (goal 10), the thesis' asynchronous GoogLeNet (its own
+    equations miss it too); TF's NCCL ring on a DGX-1, modelled without overlap since issue 48, within 14.1 pp;
+    Horovod within 4.7 pp."""
     overheads, table = measured.package_validation()
     o = measured.overall(table)
     assert o["points"] >= 40 and o["median_pp"] <= measured.GOAL_MEDIAN_PP
     worst = table[(table["split"] == "test") & (table["workers"] > 1)].set_index("id")["error_pp"].abs()
-    assert worst.idxmax() == "tf_benchmarks-016" and o["worst_pp"] == pytest.approx(17.1, abs=0.1)
+    assert worst.idxmax() == "slampa2017-002" and o["worst_pp"] == pytest.approx(15.7, abs=0.1)
     per = measured.method_errors(table)
     assert per.loc["horovod", "worst_pp"] < 5 and per.loc["horovod", "median_pp"] < 1.5
+    assert per.loc["ring", "worst_pp"] == pytest.approx(14.1, abs=0.1)
     assert set(overheads) == {"horovod/horovod", "tensorflow/ps_sync", "tensorflow/ring", "thesis/ps_async",
                               "thesis/ps_sync"}
 

@@ -10,6 +10,7 @@ from repro.core import claims, harness, params, paramtypes
 from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.optimizers import experiment as optimizers
+from repro.experiments.optimizers import verdicts
 from repro.ml import optim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,7 @@ def _summary(accs: dict, variant="shared", seeds=2):
 
 
 CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+# no matmul_precision: it reads as its legacy null (a run from before the parameter)
 PAPER_P = paramtypes.partial("optimizers", {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS), "seeds": [0, 1]})
 ACCS = {"adam": 0.82, "nadam": 0.81, "rmsprop": 0.78, "adagrad": 0.52, "momentum": 0.40, "sgd": 0.30, "nesterov": 0.20}
 
@@ -296,3 +298,111 @@ def test_an_optimizer_without_a_label_is_refused_before_training(monkeypatch):
     with pytest.raises(params.ParameterError, match=r"^parameter 'optimizers': adadelta has no label") as err:
         measure.check_trainer(p)
     assert "\n" not in str(err.value)
+
+
+PAPER_ACCS = {"sgd": 0.30, "momentum": 0.40, "nesterov": 0.25, "rmsprop": 0.80, "adagrad": 0.40,
+              "adam": 0.85, "nadam": 0.84}
+
+
+def _variants_summary(variants: dict, together: int = 1) -> pd.DataFrame:
+    """``variants``: variant -> {optimizer: final accuracy}; ranks within each variant."""
+    rows = [{"variant": v, "optimizer": o, "final_accuracy": a, "seeds": 2, "epochs_to_95pct_best": 140.0,
+             "train_time_s": 5400.0, "trained_together": together} for v, accs in variants.items()
+            for o, a in accs.items()]
+    df = pd.DataFrame(rows)
+    df["rank"] = df.groupby("variant")["final_accuracy"].rank(ascending=False, method="min").astype(int)
+    return df
+
+
+def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
+    assert verdicts.comparable(PAPER_P, {"name": "mnist", "n_train": 50000, "stand_in_for": None}) == \
+        (False, "mnist, not CIFAR-10")
+    assert verdicts.comparable(PAPER_P, {"name": "fmnist", "n_train": 50000, "stand_in_for": "cifar10"}) == \
+        (False, "fmnist stands in for cifar10")
+
+
+def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
+    cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar) == (True, "")
+    assert verdicts.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
+    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar) == (False, "TF32 products, not float32")
+    # the device record decides where there is one: what the run computed in, not what it asked for
+    tf32 = {"device": "GPU", "backend": "jax", "matmul_precision": {"effective": "TF32 products, float32 sums"}}
+    f32 = {**tf32, "matmul_precision": {"effective": "float32"}}
+    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar, tf32) == \
+        (False, "TF32 products, not float32")
+    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, f32) == (True, "")
+    cpu = {"device": "CPU", "backend": "jax"}
+    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, cpu) == (True, "")
+    # a GPU run under JAX from before the parameter (the published H100 run): JAX's default there is TF32
+    old_gpu = {"device": "GPU", "backend": "jax", "gpus_visible": 1}
+    assert verdicts.comparable(PAPER_P, cifar, old_gpu) == (False, "matmul precision not recorded (JAX's default on "
+                                                              "an Ampere or later GPU: TF32 products)")
+    assert verdicts.comparable(PAPER_P, cifar, {**old_gpu, "backend": "tensorflow"})[1].startswith(
+        "matmul precision not recorded (TensorFlow's default")
+    assert verdicts.comparable(PAPER_P, cifar, {**old_gpu, "device": "CPU"}) == (True, "")
+
+
+def test_a_run_without_the_shared_variant_measures_nothing_but_still_has_every_claim():
+    summary = _variants_summary({"tuned": PAPER_ACCS})
+    measured = verdicts.measurements(summary, PAPER_P, CIFAR)
+    assert set(measured) == set(claims.load("optimizers"))
+    for cid in ("conclusion_adam_nadam", "epochs_to_converge", "hours_per_optimizer"):
+        m = measured[cid]
+        assert (m.ours, m.basis, m.runs, m.value, m.holds) == ("–", "none", 0, None, None), cid
+        assert m.gate == V.not_measured("no run of the shared variant"), cid
+    ledger = verdicts.ledger(summary, PAPER_P, CIFAR)
+    assert set(ledger["category"]) == {"not measured"}
+    assert set(ledger["basis"]) == {"none"} and set(ledger["runs"]) == {0}
+
+
+def test_a_run_of_adam_and_nadam_alone_decides_the_conclusion_and_the_hours():
+    summary = _variants_summary({"shared": {"adam": 0.85, "nadam": 0.84}}, together=2)
+    measured = verdicts.measurements(summary, PAPER_P, CIFAR)
+    top = measured["conclusion_adam_nadam"]
+    assert (top.ours, top.holds, top.runs) == ("top two: Adam, Nadam", True, 2)
+    hours = measured["hours_per_optimizer"]
+    assert hours.value == 1.5 and hours.runs == 2
+    assert hours.ours == "1.50 h (the wall time of 2 models trained together)"
+    ledger = verdicts.ledger(summary, PAPER_P, CIFAR)
+    assert ledger.loc["conclusion_adam_nadam", "verdict"] == "reproduced"
+    assert (ledger.loc["hours_per_optimizer", "category"], ledger.loc["hours_per_optimizer", "runs"]) == \
+        ("not comparable", 2)
+    alone = verdicts.measurements(_variants_summary({"shared": PAPER_ACCS}, together=1), PAPER_P, CIFAR)["hours_per_optimizer"]
+    assert alone.ours == "1.50 h"
+
+
+def test_compare_with_paper_has_one_row_per_optimizer_with_the_ledgers_verdict():
+    table = verdicts.compare_with_paper(_variants_summary({"shared": PAPER_ACCS}), PAPER_P, CIFAR)
+    assert list(table.columns) == ["optimizer", "paper", "ours_final_accuracy", "ours_rank", "verdict"]
+    adam = table[table["optimizer"] == "Adam"].iloc[0]
+    assert (adam["ours_final_accuracy"], adam["ours_rank"], adam["verdict"]) == (0.85, 1, "reproduced")
+    assert adam["paper"] == claims.load("optimizers")["adam_best"].paper_value
+
+
+def test_conclusions_per_variant():
+    close = claims.load("optimizers")["nadam_close"].band[1]
+    # tuned: Adam and Nadam alone, exactly the band's width apart (2 * close - close is exact)
+    summary = _variants_summary({"shared": PAPER_ACCS, "tuned": {"adam": 2 * close, "nadam": close}})
+    rows = verdicts.conclusions(summary).to_dict("records")
+    nadam_claim = f"Nadam is almost the same as Adam (within {close * 100:g} points)"
+    assert rows == [
+        {"variant": "shared", "claim": "Adam is the most accurate of the seven", "holds": True,
+         "evidence": "Adam ranks 1 of 7"},
+        {"variant": "shared", "claim": "Adam and Nadam are the two most accurate", "holds": True,
+         "evidence": "top two: Adam, Nadam"},
+        {"variant": "shared", "claim": nadam_claim, "holds": True, "evidence": "gap 0.010"},
+        {"variant": "tuned", "claim": "Adam is the most accurate of the seven", "holds": True,
+         "evidence": "Adam ranks 1 of 2"},
+        {"variant": "tuned", "claim": "Adam and Nadam are the two most accurate", "holds": True,
+         "evidence": "top two: Adam, Nadam"},
+        {"variant": "tuned", "claim": nadam_claim, "holds": True, "evidence": f"gap {close:.3f}"},
+    ]
+
+
+def test_conclusions_skip_a_variant_without_adam_and_nadam_and_go_on():
+    no_nadam = {k: v for k, v in PAPER_ACCS.items() if k != "nadam"}
+    table = verdicts.conclusions(_variants_summary({"shared": no_nadam, "tuned": PAPER_ACCS}))
+    assert set(table["variant"]) == {"tuned"} and len(table) == 3
+    only_tuned = verdicts.conclusions(_variants_summary({"tuned": PAPER_ACCS}))
+    assert set(only_tuned["variant"]) == {"tuned"} and bool(only_tuned["holds"].all())

@@ -75,7 +75,8 @@ def test_repro_predict_prints_the_model_and_refuses_bad_input_in_one_line(capsys
     assert cli.main(["predict", "--hardware", "k80-p2.16xlarge", "--model", "vgg16", "--method", "horovod,ps_sync",
                      "--workers", "2,20"]) == 0
     out = capsys.readouterr().out
-    assert "no measurement" in out and out.count("horovod") == 2 and out.count("ps_sync") == 2
+    assert "no measurement" in out and out.count("\nhorovod") == 2 and out.count("\nps_sync") == 2
+    assert "interval of horovod, ps_sync: " in out or "interval of horovod: " in out
     base = {"--hardware": "k80-p2.16xlarge", "--model": "vgg16", "--method": "horovod", "--workers": "2"}
     for change, word in (({"--method": "allreduce"}, "allreduce"), ({"--model": "alexnet"}, "alexnet"),
                          ({"--workers": "2,x"}, "--workers"), ({"--hardware": "nope"}, "nope")):
@@ -125,3 +126,17 @@ def test_repro_predict_prices_an_epoch_where_the_profile_names_an_instance(tmp_p
     printed = capsys.readouterr().out
     assert "cost_per_epoch" in printed and printed.count("*") >= 2
     assert hardware.load("gtx970-1gbit").instance is None  # no instance named: no cost columns
+
+
+def test_a_profile_s_collective_goodput_slows_an_all_reduce_between_hosts_only():
+    from repro.predict import hardware
+
+    raw = {"link": "25gbit", "gpus_per_host": 8, "intra_link": "96gbit", "images_per_s": {"vgg16": 150}, "batch": 32}
+    plain, nccl_tcp = hardware.profile("a", raw), hardware.profile("b", {**raw, "collective_goodput": 0.6})
+    ring = [perfmodel.step(p, "vgg16", "horovod", 16, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    ps = [perfmodel.step(p, "vgg16", "ps_sync", 16, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    assert ring[1]["efficiency"] < ring[0]["efficiency"] - 0.05 and ps[0] == {**ps[1], "hardware": "a"}
+    one_host = [perfmodel.step(p, "vgg16", "horovod", 8, 32, perfmodel.PARAMETERS["vgg16"]) for p in (plain, nccl_tcp)]
+    assert one_host[0]["efficiency"] == one_host[1]["efficiency"]
+    assert any("collective_goodput not given" in s for s in perfmodel.limits(plain, "vgg16"))
+    assert not any("collective_goodput" in s for s in perfmodel.limits(nccl_tcp, "vgg16"))

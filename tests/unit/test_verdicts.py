@@ -65,3 +65,24 @@ def test_settle_refuses_untyped_verdicts_and_unknown_bases():
         V.settle(V.reproduced(), "guess", 2, stochastic=False)
     with pytest.raises(VerdictError, match="runs must be"):
         V.settle(V.reproduced(), "measured", -1, stochastic=False)
+
+
+def test_a_verdict_given_its_category_as_text_is_typed_and_decides_like_one():
+    v = V.Verdict("differs", "x")
+    assert v.category is Category.DIFFERS and v.decisive and str(v) == "differs (x)"
+    assert V.Verdict("not measured", "y").decisive is False
+    with pytest.raises(ValueError):
+        V.Verdict("maybe")
+
+
+def test_verdict_errors_name_what_was_wrong():
+    with pytest.raises(VerdictError, match=r"^a verdict's detail is text, got int$"):
+        V.Verdict(Category.DIFFERS, 3)
+    with pytest.raises(VerdictError, match=r"not given as str: 'reproduced'$"):
+        V.settle("reproduced", "measured", 2, stochastic=False)
+    with pytest.raises(VerdictError, match=r"^basis 'guess' is not one of: measured, emulated, model, equations, none$"):
+        V.settle(V.reproduced(), "guess", 2, stochastic=False)
+    with pytest.raises(VerdictError, match=r"does not start with one of: reproduced, consistent, inconsistent, "
+                                           r"partly, differs, not comparable, not testable here, not measured, "
+                                           r"rule changed after the data, unstable$"):
+        V.category_of("probably")

@@ -72,7 +72,7 @@ for _, r in d.iterrows():
            "images_per_s": r["images_per_s"], "efficiency": r["efficiency"] if not r["images_per_s"] else "",
            "single_images_per_s": r["single_images_per_s"], "reading": "table",
            "precision": "mixed" if r["precision"] in ("mixed", "fp16") else "fp32",
-           "note": r["note"]}
+           "framework_version": r["framework_version"], "note": r["note"]}
     if "bar label" in r["note"].lower() or "read from" in r["note"].lower():
         row["reading"] = "figure-approx"
     out.append(row)
@@ -88,5 +88,5 @@ print(df.groupby("source").size().to_dict(), "N>1:", (df.workers.astype(int) > 1
 for k, v in sorted(dropped.items()):
     print("dropped", v, k, file=sys.stderr)
 cols = list(pd.read_csv(OUT.with_name("measurements.csv"), nrows=0).columns)
-cols = [c for c in cols if c != "note"] + ["precision", "peer_to_peer", "note"]
+cols = [c for c in cols if c != "note"] + ["precision", "peer_to_peer", "framework_version", "note"]
 df.reindex(columns=cols).fillna("").to_csv(OUT, index=False)

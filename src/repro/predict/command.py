@@ -27,15 +27,21 @@ def prediction(prof, model: str, methods: list[str], workers: list[int], batch: 
     """One model's table on ``prof`` for every method and worker count, with its 80 % interval, the billed cost
     where the profile names an instance, the batch assumption and what is not modelled."""
     fitted = prof.overlap and not prof.step_overhead  # a real topology without its own overhead: the fitted one
-    table = loso.with_interval(pd.concat([
-        perfmodel.predict(prof, model, m, workers, batch, parameters, ps,
-                          measured.overhead_for(m) if fitted else None) for m in methods]))
+    regimes = {m: loso.regime_of(prof, m, workers) for m in methods}
+    table = pd.concat([loso.with_interval(perfmodel.predict(prof, model, m, workers, batch, parameters, ps,
+                                                            measured.overhead_for(m) if fitted else None), regimes[m])
+                       for m in methods])
     cols = ["method", "workers", "images_per_s", "images_low", "images_high", "efficiency", "efficiency_low",
             "efficiency_high", "compute_s", "comm_s"]
     lines = [f"{model} on {prof.name} ({prof.link} links), batch {batch} per worker: the analytic model "
              "(repro.predict.perfmodel), no measurement; *_low / *_high: an 80 % interval from the model's errors on "
              "published clusters it was not fitted to (repro predict --validate loso)"
              + ("; per-step overhead fitted on published measurements" if fitted else "")]
+    for regime in dict.fromkeys(regimes.values()):
+        lo, hi = loso.interval(regime)
+        which = [m for m in methods if regimes[m] == regime]
+        lines.append(f"interval of {', '.join(which)}: {lo:+.2f} to {hi:+.2f} of efficiency, the 10th and 90th "
+                     f"percentiles of the leave-one-source-out residuals of the regime '{regime}'")
     if prof.batch and batch != prof.batch:
         lines.append(f"note: the profile's images/s were measured at batch {prof.batch}; at batch {batch} the model "
                      "assumes the time to compute a step's gradients scales linearly with the batch")

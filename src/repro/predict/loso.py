@@ -67,10 +67,11 @@ REGIMES = {
     "parameter servers over a network": "a server's own CPU and gRPC / ps-lite service limit is not modelled (it is "
                                         "as fast as its link); one overhead per framework stands for it",
     "mixed precision": "short compute steps: the fixed per-step work of a framework weighs more than the overhead "
-                       "share fitted mostly on float32 steps",
-    "all-reduce, float32": "one overhead share per framework: hosts whose scaling differs from their framework's "
-                           "typical one by more than that are missed (RTX 2080 Ti hosts; VGG-16 and AlexNet at 8 GPUs "
-                           "on a DGX-1, whose few large tensors leave the backward pass little to hide behind)",
+                       "share fitted mostly on float32 steps; a DGX-2's V100s in mixed precision lose half their "
+                       "throughput at 8 GPUs where float32 loses a tenth, which nothing in the model explains",
+    "float32, all-reduce or servers on one host":
+        "one overhead share per framework: hosts whose scaling differs from their framework's typical one by more "
+        "than that are missed (the RTX 2080 Ti hosts, too optimistic at every N, even over an NVLink bridge)",
 }
 
 
@@ -82,7 +83,7 @@ def regime(p) -> str:
         return "no peer-to-peer"
     if p.method.startswith("ps") and p.inter_link != "none":
         return "parameter servers over a network"
-    return "mixed precision" if p.precision == "mixed" else "all-reduce, float32"
+    return "mixed precision" if p.precision == "mixed" else "float32, all-reduce or servers on one host"
 
 
 def by_regime(t: pd.DataFrame) -> pd.DataFrame:
@@ -183,19 +184,39 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+MIN_REGIME_POINTS = 20  # a regime's own residuals give its interval where it has at least this many points
+
+
 @lru_cache(maxsize=1)
-def interval() -> tuple[float, float]:
-    """The 80 % interval around any prediction, as (low, high) offsets of efficiency: the 10th and 90th
-    percentiles of every leave-one-source-out residual (measured - predicted) of the package's set."""
+def residuals() -> pd.DataFrame:
+    """Every leave-one-source-out point of the package's set with its regime and residual (measured - predicted)."""
     t = table(measured.load_all())
-    r = t["measured"] - t["predicted"]
-    return float(r.quantile(INTERVAL[0])), float(r.quantile(INTERVAL[1]))
+    return t.assign(residual=t["measured"] - t["predicted"])
 
 
-def with_interval(pred: pd.DataFrame) -> pd.DataFrame:
+def interval(regime_name: str | None = None) -> tuple[float, float]:
+    """The 80 % interval around a prediction, as (low, high) offsets of efficiency: the 10th and 90th percentiles of
+    the leave-one-source-out residuals of the package's set; of the points of ``regime_name`` (:data:`REGIMES`)
+    where it has :data:`MIN_REGIME_POINTS`, else of every point."""
+    r = residuals()
+    own = r.loc[r["regime"] == regime_name, "residual"] if regime_name else r["residual"].iloc[:0]
+    res = own if len(own) >= MIN_REGIME_POINTS else r["residual"]
+    return float(res.quantile(INTERVAL[0])), float(res.quantile(INTERVAL[1]))
+
+
+def regime_of(prof, method: str, workers) -> str:
+    """The :data:`REGIMES` key a prediction on hardware profile ``prof`` falls in (synthetic data, float32)."""
+    if not prof.peer_to_peer and prof.gpus_per_host > 1:
+        return "no peer-to-peer"
+    if method.startswith("ps") and max(workers) > prof.gpus_per_host:
+        return "parameter servers over a network"
+    return "float32, all-reduce or servers on one host"
+
+
+def with_interval(pred: pd.DataFrame, regime_name: str | None = None) -> pd.DataFrame:
     """``pred`` (``perfmodel.predict``'s rows) with the 80 % interval of its efficiency and images/s (N > 1; one
-    worker is the measured rate itself)."""
-    lo, hi = interval()
+    worker is the measured rate itself), from the residuals of ``regime_name`` (:func:`interval`)."""
+    lo, hi = interval(regime_name) if regime_name else interval()
     many = pred["workers"] > 1
     low = (pred["efficiency"] + lo).clip(lower=0.0).where(many, pred["efficiency"])
     high = (pred["efficiency"] + hi).clip(upper=1.0).where(many, pred["efficiency"])

@@ -56,10 +56,12 @@ def _hosts(prof: hardware.Profile, n: int) -> tuple[int, int]:
     return g, -(-n // g)
 
 
-def _wire(prof: hardware.Profile, nbytes: float, inter: bool = True) -> float:
-    """Seconds of ``nbytes`` on the network between hosts (its goodput) or on a host's internal link."""
+def _wire(prof: hardware.Profile, nbytes: float, inter: bool = True, collective: bool = False) -> float:
+    """Seconds of ``nbytes`` on the network between hosts (its goodput; an all-reduce's ``collective`` share where
+    the profile gives one) or on a host's internal link."""
     if inter:
-        return nbytes * 8 / (hardware.rate_bits(prof.link) * prof.goodput)
+        share = prof.collective_goodput if collective and prof.collective_goodput else prof.goodput
+        return nbytes * 8 / (hardware.rate_bits(prof.link) * share)
     if prof.intra_link is None:  # ProfileSpec requires it with gpus_per_host > 1; a Profile made in code may lack it
         raise PredictError(f"hardware profile {prof.name}: gpus_per_host > 1 needs intra_link")
     return nbytes * 8 / hardware.rate_bits(prof.intra_link)
@@ -74,7 +76,7 @@ def allreduce_seconds(prof: hardware.Profile, n: int, nbytes: float) -> float:
     g, hosts = _hosts(prof, n)
     share, t = 2 * (n - 1) / n * nbytes, 0.0
     if hosts > 1:
-        t = _wire(prof, share) + 2 * (n - 1) * prof.latency_s
+        t = _wire(prof, share, collective=True) + 2 * (n - 1) * prof.latency_s
     if g > 1:
         t = max(t, _wire(prof, share * _host_path(prof, g), inter=False) + 2 * (n - 1) * prof.intra_latency_s)
     return t
@@ -186,6 +188,9 @@ def limits(prof: hardware.Profile, model: str) -> list[str]:
         out.append("the profile sets no overlap: communication follows the whole backward pass")
     if prof.gpus_per_host > 1 and not prof.gpus_per_switch:
         out.append("gpus_per_switch not given: all of a host's GPUs share one link to it")
+    if prof.collective_goodput is None:
+        out.append(f"collective_goodput not given: an all-reduce between hosts reaches the link's goodput "
+                   f"({prof.goodput:g}); NCCL over TCP reaches about 0.6 of the line (predict/links.yaml)")
     return out
 
 

@@ -30,26 +30,51 @@ from repro.experiments.distributed.common import NAME
 Open = bool | None  # an outcome at both ends of the interval: True, False, or None where the ends disagree
 
 
-def interval() -> tuple[float, float]:
-    """The model's 80 % interval, (low, high) offsets of scaling efficiency (:func:`repro.predict.loso.interval`)."""
+def interval(regime: str | None = None) -> tuple[float, float]:
+    """The model's 80 % interval, (low, high) offsets of scaling efficiency (:func:`repro.predict.loso.interval`):
+    of ``regime``'s residuals where it has enough points, else of all."""
     from repro.predict import loso
 
-    return loso.interval()
+    return loso.interval(regime) if regime else loso.interval()
+
+
+def regimes(pred: pd.DataFrame) -> dict[str, str]:
+    """Per method of a model table, the regime of :data:`repro.predict.loso.REGIMES` its predictions fall in (the
+    hardware profile of its rows, its worker counts), as ``repro predict`` takes them; "" where the table names no
+    known profile (then every point's residuals give the interval)."""
+    from repro.predict import hardware, loso
+
+    out = {}
+    for m, g in pred.groupby("method", sort=False):
+        name = str(g["hardware"].iloc[0]) if "hardware" in g else ""
+        known = name in hardware.names()
+        out[str(m)] = loso.regime_of(hardware.load(name), str(m), list(g["workers"])) if known else ""
+    return out
 
 
 def with_interval(pred: pd.DataFrame) -> pd.DataFrame:
-    """``pred`` (a model table: method, workers, model, total_images_per_sec, efficiency) with each row's 80 %
-    interval of images/s (``images_low``, ``images_high``; one worker: the prediction itself), by
-    :func:`repro.predict.loso.with_interval`."""
+    """``pred`` (a model table: method, workers, model, total_images_per_sec, efficiency, hardware) with each row's
+    80 % interval of images/s (``images_low``, ``images_high``; one worker: the prediction itself), from the
+    residuals of its method's regime (:func:`regimes`, :func:`repro.predict.loso.with_interval`)."""
     from repro.predict import loso
 
-    out = loso.with_interval(pred.rename(columns={"total_images_per_sec": "images_per_s"}))
-    return out.rename(columns={"images_per_s": "total_images_per_sec"})
+    reg = regimes(pred)
+    parts = [loso.with_interval(g.rename(columns={"total_images_per_sec": "images_per_s"}), reg[str(m)] or None)
+             for m, g in pred.groupby("method", sort=False)]
+    return pd.concat(parts).loc[pred.index].rename(columns={"images_per_s": "total_images_per_sec"})
 
 
-def text() -> str:
-    lo, hi = interval()
-    return (f"the model's 80 % interval ({lo:+.2f} to {hi:+.2f} of scaling efficiency around each prediction: the "
+def text(pred: pd.DataFrame | None = None) -> str:
+    """The interval in words: per regime of ``pred``'s methods (all: the residuals of every point)."""
+    reg = regimes(pred) if pred is not None else {"": ""}
+    if set(reg.values()) == {""}:
+        reg = {"": ""}
+    spans = []
+    for r in dict.fromkeys(reg.values()):
+        lo, hi = interval(r or None)
+        which = f" for {', '.join(m for m in reg if reg[m] == r)} ('{r}')" if r else ""
+        spans.append(f"{lo:+.2f} to {hi:+.2f}{which}")
+    return (f"the model's 80 % interval ({'; '.join(spans)} of scaling efficiency around each prediction: the "
             "10th and 90th percentiles of its leave-one-source-out residuals on published measurements)")
 
 
@@ -164,4 +189,4 @@ def gate(cid: str, judged: pd.DataFrame) -> V.Verdict | None:
         got, what = ps_efficiency(iv)
     else:
         raise claims.ClaimsError(f"claim {cid!r}: no interval rule for it in modelinterval")
-    return None if got is not None else V.not_comparable(f"{text()} leaves the outcome open: {what}")
+    return None if got is not None else V.not_comparable(f"{text(judged)} leaves the outcome open: {what}")

@@ -333,7 +333,7 @@ def model_finding(cid: str, pred: pd.DataFrame, val: pd.DataFrame | None, extern
         claims.row(claim, was)["verdict"] != claims.row(claim, m)["verdict"]
     said = f"the emulated profile's model said otherwise: {was.ours}" if changed and was is not None else ""
     m.note = "; ".join(x for x in (m.note, modelbasis.validation_text(val), modelbasis.external_text(methods, external),
-                                   f"the outcome holds across {modelinterval.text()}", said) if x)
+                                   f"the outcome holds across {modelinterval.text(_judged(cid, pred))}", said) if x)
     m.evidence = "distributed-model-paper-scale"
     return m
 
