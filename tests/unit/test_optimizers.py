@@ -323,17 +323,17 @@ def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
 
 def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
     cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "float32"}), cifar) == (True, "")
     assert verdicts.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar) == (False, "TF32 products, not float32")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar) == (False, "TF32 products, not float32")
     # the device record decides where there is one: what the run computed in, not what it asked for
     tf32 = {"device": "GPU", "backend": "jax", "matmul_precision": {"effective": "TF32 products, float32 sums"}}
     f32 = {**tf32, "matmul_precision": {"effective": "float32"}}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar, tf32) == \
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "float32"}), cifar, tf32) == \
         (False, "TF32 products, not float32")
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, f32) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar, f32) == (True, "")
     cpu = {"device": "CPU", "backend": "jax"}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, cpu) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar, cpu) == (True, "")
     # a GPU run under JAX from before the parameter (the published H100 run): JAX's default there is TF32
     old_gpu = {"device": "GPU", "backend": "jax", "gpus_visible": 1}
     assert verdicts.comparable(PAPER_P, cifar, old_gpu) == (False, "matmul precision not recorded (JAX's default on "
