@@ -35,10 +35,11 @@ def _cmd_run(args) -> int:
 
     names = list(_params.experiments()) if args.experiment == "all" else [args.experiment]
     plans = []
-    for name in names:  # validate everything before running anything
+    for name in names:  # names and types checked here; each run validates its parameters once, when it starts
         spec = _params.spec(name)
         overrides = spec.parse_overrides(args.param)
-        spec.resolve(args.profile, overrides)
+        if len(names) > 1:  # `repro run all`: every experiment's parameters checked before the first one runs
+            spec.resolve(args.profile, overrides)
         plans.append((name, overrides))
     for name, overrides in plans:
         run_dir = runner.execute(name, args.profile, overrides)

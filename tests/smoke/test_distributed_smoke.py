@@ -70,11 +70,10 @@ def test_horovod_runs_emulated_on_its_own_nodes(tmp_path, need):
     need("Horovod", horovod_available(), "tools/install_horovod.sh; needs cmake and g++")
     if not NETNS:
         pytest.skip("no private network namespace here")
-    from repro.core import params, paramtypes
+    from repro.core import params
     from repro.experiments.distributed import runs
 
-    p = paramtypes.typed("distributed",
-                         params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 1, "steps": 30}))
+    p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 1, "steps": 30})
     t_grad = 0.1
     summary, _ = runs.cluster_run("horovod", 2, p, tmp_path / "hvd", network=cluster.Network(bandwidth="100mbit"),
                                   emulate={"t_grad": {"tiny": t_grad}, "dilation": 1.0})
@@ -95,11 +94,10 @@ def test_emulated_ps_worker_waits_t_grad_in_every_timed_step(method, tmp_path):
     """An emulated PS worker waits t_grad x dilation in every timed step (the wait is a tensor argument of
     the traced step; that warm-up passes 0 is tested in test_emulation): images/sec stays under
     workers x batch / t_grad, and not far under it."""
-    from repro.core import params, paramtypes
+    from repro.core import params
     from repro.experiments.distributed import runs
 
-    p = paramtypes.typed("distributed",
-                         params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 2, "steps": 4}))
+    p = params.resolve("distributed", "smoke", {"batch_size": 8, "warmup_steps": 2, "steps": 4})
     t_grad = 0.5
     summary, _ = runs.cluster_run(method, 2, p, tmp_path / "ps", network=cluster.Network(bandwidth="100mbit"),
                                   emulate={"t_grad": {"tiny": t_grad}, "dilation": 2.0})

@@ -68,7 +68,7 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
     p = params.resolve("optimizers", "smoke")
     hist = pd.read_csv(run / "history.csv")
     shared = hist[hist["variant"] == "shared"]
-    assert len(shared) == len(p["optimizers"]) * p["epochs"] * len(p["seeds"])
+    assert len(shared) == len(p.optimizers) * p.epochs * len(p.seeds)
     assert set(shared["optimizer"]) == set(optimizers.OPTIMIZERS)
     assert shared.groupby("optimizer")["epoch"].apply(list).map(lambda e: e == [1, 2]).all()
     assert set(hist["variant"]) == {"shared", "tuned"}
@@ -76,7 +76,7 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
     # adaptive methods at lr 1e-3 learn something within 2 epochs (chance is 0.1)
     assert shared.query("optimizer == 'adam' and epoch == 2")["test_accuracy"].iloc[0] > 0.2
     tuning = pd.read_csv(run / "tuning.csv")
-    assert len(tuning) == len(p["optimizers"]) * len(p["lr_grid"]) and tuning.groupby("optimizer")["best"].sum().eq(1).all()
+    assert len(tuning) == len(p.optimizers) * len(p.lr_grid) and tuning.groupby("optimizer")["best"].sum().eq(1).all()
     table = pd.read_csv(run / "paper_vs_ours.csv").set_index("optimizer")
     summary = pd.read_csv(run / "summary.csv").query("variant == 'shared'").set_index("optimizer")
     assert len(table) == 7
@@ -92,7 +92,7 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
     assert stated.sum() == 1 and led.loc[stated, ["category", "basis"]].values.tolist() == [["not testable here", "none"]]
     led = led[~stated]
     assert (led["category"] == "not comparable").all() and (led["basis"] == "measured").all()
-    assert (led["runs"] == len(p["seeds"])).all()
+    assert (led["runs"] == len(p.seeds)).all()
 
 
 def test_validation_split_never_touches_the_test_set():

@@ -356,7 +356,7 @@ def test_claims_that_hold_on_a_12_core_machine_with_a_gpu_are_reproduced():
     assert v["docker_no_worse"].startswith("not testable here (no docker client")
     assert v["memory_over_weights"].startswith("not comparable")
     assert v["cpu_vs_gpu_ram"] == "not comparable (no number in the paper)"
-    one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), PARAMS.replace(repetitions=1))
+    one_run = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)), PARAMS.model_copy(update={"repetitions": 1}))
     assert one_run["optimal_cores_mnist"].startswith("not comparable (1 run of a stochastic quantity")
 
 

@@ -45,7 +45,7 @@ def test_two_gpu_speedup_reads_each_network_and_needs_two_gpus_of_the_papers_kin
     assert "1 GPU(s) on this machine: the claim compares 2 GPUs with 1" in one_gpu["verdict"]
     h100 = _row("two_gpu_speedup", _tables(two_gpus=1.6), {**H100, "gpu": {**H100["gpu"], "gpus": 2}})
     assert h100["category"] == "not comparable" and "the paper's GPU is a K80" in h100["verdict"]
-    one_rep = _row("two_gpu_speedup", _tables(two_gpus=1.6), WHOLE_K80, PARAMS.replace(repetitions=1))
+    one_rep = _row("two_gpu_speedup", _tables(two_gpus=1.6), WHOLE_K80, PARAMS.model_copy(update={"repetitions": 1}))
     assert one_rep["category"] == "not comparable"  # a stochastic quantity: one run decides nothing
 
 

@@ -189,7 +189,7 @@ def test_a_cut_sweep_keeps_its_finished_children_and_a_rerun_trains_only_the_res
     assert (again.dir / "samples" / "c1.csv").read_text() == "t,cpu\n0,1\n"  # the kept child's files come along
     assert envs[0]["JAX_PLATFORMS"] == "cpu" and envs[0]["CUDA_VISIBLE_DEVICES"] == ""
     assert envs[0]["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "jax" / "cpu-children")
-    fresh = p.replace(resume=False)  # resume: false trains everything again
+    fresh = p.model_copy(update={"resume": False})  # resume: false trains everything again
     cs.sweep_children(run_once("fresh"), fresh, children, 0)
     assert trained[-2:] == ["c1", "c2"]
 

@@ -121,7 +121,7 @@ def test_findings_verdicts():
     assert f2["ring_scaling"].startswith("not testable here (2 workers x 1 thread(s) plus the PS/chief")
     # async/sync on shared cores: the processors bound both rates, so a ratio of 1 is forced, not found
     assert f2["async_vs_sync"].startswith("not testable here (2 workers x 1 thread(s)")
-    f4 = _verdicts(t, p.replace(threads_per_worker=2), cores=4)[0]
+    f4 = _verdicts(t, p.model_copy(update={"threads_per_worker": 2}), cores=4)[0]
     assert f4["vgg_worst"].startswith("not testable here (2 workers x 2 thread(s)")
     # only the smoke profile's tiny CNN: no throughput finding is measured
     tiny = _verdicts(_throughput([("ring", 1, "tiny", 10.0), ("ps_sync", 1, "tiny", 5.0)]), p, cores=4)[0]
@@ -260,7 +260,7 @@ def test_bandwidth_sweep_arithmetic():
     assert row["analytic_mb_per_step"] == 2.0 and row["measured_over_analytic"] == pytest.approx(1.1)
     # sync PS: 2 MB out, then 2 MB in (16 Mbit each way at 8 Mb/s): 4 s per step, 20 images -> 5 images/s
     assert row["predicted_images_per_sec"] == pytest.approx(5.0)  # no loopback number: the link bound
-    with pytest.raises(ParameterError, match="parameter 'sweep_bandwidths': 'fast' is not a tc rate"):
+    with pytest.raises(ParameterError, match="parameter 'sweep.bandwidths': 'fast' is not a tc rate"):
         arithmetic.rate_bits("fast")
 
 
@@ -287,8 +287,8 @@ def test_bytes_between_uses_the_samples_around_the_window(tmp_path):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"models": ["alexnet"]}, "parameter 'models': expected"),
-    ({"sweep_bandwidths": ["fast"]}, "parameter 'sweep_bandwidths': 'fast' is not a tc rate"),
-    ({"sweep_models": ["resnet50"]}, "parameter 'sweep_models': resnet50 is not among models ['tiny']"),
+    ({"sweep_bandwidths": ["fast"]}, "parameter 'sweep.bandwidths': 'fast' is not a tc rate"),
+    ({"sweep_models": ["resnet50"]}, "parameter 'sweep.models': resnet50 is not among models ['tiny']"),
     ({"methods": ["mpi"]}, "parameter 'methods': expected"),
     ({"workers": [0]}, "parameter 'workers': expected a non-empty list of integers (>= 1"),
     ({"models": ["inception_v3"], "image_size": 32}, "model inception_v3 needs images of at least 75 px, got 32"),

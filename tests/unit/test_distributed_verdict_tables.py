@@ -229,7 +229,7 @@ def _emulated_tp(ps: int = 1, methods=("horovod", "ps_sync")) -> pd.DataFrame:
 
 def test_one_worker_count_in_the_profile_decides_no_scaling():
     rows = [("ring", *r[1:]) for r in HVD if r[2] == 2] + [r for r in PS if r[2] == 2]  # one count: the MWMS ring
-    out = v.measurements(_tables(rows), SUMMARY, P.replace(workers=[2]), {})
+    out = v.measurements(_tables(rows), SUMMARY, P.model_copy(update={"workers": [2]}), {})
     assert out["vgg_worst"].gate.category is NM and out["ps_efficiency"].gate.category is NM
 
 
@@ -245,7 +245,7 @@ def test_a_profile_without_real_runs_or_horovod_has_nothing_of_ours():
 
 
 def test_the_emulated_grid_decides_what_it_measured_and_the_real_runs_keep_the_rest():
-    p = P.replace(emulate="k80-p2.16xlarge", ps=1)
+    p = paramtypes.partial(NAME, {"workers": [1, 2, 4], "threads_per_worker": 1, "emulate": "k80-p2.16xlarge", "ps": 1})
     out = v.measurements(_tables(HVD + PS, emulated_throughput=_emulated_tp()), SUMMARY, p, {})
     assert out["vgg_worst"].basis == "emulated" and out["vgg_worst"].evidence == "distributed-emulated-throughput"
     # neither grid ran the MWMS ring: the real runs' reason stands, not the tiny-model one

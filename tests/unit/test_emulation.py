@@ -71,7 +71,7 @@ def test_memory_that_would_not_fit_is_refused_before_any_process():
 def _params(**kw):
     from repro.core import params
 
-    return paramtypes.typed("speedup", params.resolve("speedup", "emulated", kw))
+    return params.resolve("speedup", "emulated", kw)
 
 
 def test_plan_gives_each_cluster_the_least_dilation_its_flows_need(monkeypatch):
@@ -101,14 +101,14 @@ def test_vgg16e_stops_at_its_worker_limit_and_memory_is_checked(monkeypatch):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"emulate": "k80-p2.16xlarge-hosts"}, "parameter 'emulate': hardware profile k80-p2.16xlarge-hosts describes "
+    ({"emulate": "k80-p2.16xlarge-hosts"}, "parameter 'emulate.hardware': hardware profile k80-p2.16xlarge-hosts describes "
                                           "several GPUs per host or overlap, which only the analytic model knows "
                                           "(repro predict); an emulation replays one of gtx970-1gbit, "
                                           "k80-p2.16xlarge; or none"),
-    ({"emulate": "p100"}, "parameter 'emulate': unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge, k80-p2.16xlarge-hosts; or none"),
-    ({"emulate": "k80-p2.16xlarge"}, "parameter 'emulate': model 'SqueezeNet' is not in hardware profile k80-p2.16xlarge; "
+    ({"emulate": "p100"}, "parameter 'emulate.hardware': unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge, k80-p2.16xlarge-hosts; or none"),
+    ({"emulate": "k80-p2.16xlarge"}, "parameter 'emulate.hardware': model 'SqueezeNet' is not in hardware profile k80-p2.16xlarge; "
                                      "valid: vgg16, vgg19, resnet50, resnet152, inception_v3, inception_v4; or none"),
-    ({"emulate_batches": 1}, "parameter 'measure_batches': D = 1 is smaller than 2 workers"),
+    ({"emulate_batches": 1}, "parameter 'measure.batches': D = 1 is smaller than 2 workers"),
 ])
 def test_bad_emulation_is_one_line_before_any_run(overrides, message, results_root):
     with pytest.raises(ParameterError) as exc:
@@ -266,7 +266,7 @@ def _dist_params(**kw):
     from repro.core import params
 
     kw.setdefault("emulate_models", ["resnet50", "vgg16"])  # the two models AUDIT sizes
-    return paramtypes.typed("distributed", params.resolve("distributed", "emulated", kw))
+    return params.resolve("distributed", "emulated", kw)
 
 
 AUDIT = pd.DataFrame([{"model": "vgg16", "ours_params_m": 138.36}, {"model": "resnet50", "ours_params_m": 25.64}])
@@ -292,7 +292,7 @@ def test_distributed_plan_dilates_ring_by_its_links_and_ps_by_the_server_link():
 def test_distributed_emulation_refuses_a_profile_without_the_models():
     from repro.experiments.distributed import emulation as de
 
-    with pytest.raises(ParameterError, match=r"^parameter 'emulate': model 'resnet50' is not in hardware profile "
+    with pytest.raises(ParameterError, match=r"^parameter 'emulate.hardware': model 'resnet50' is not in hardware profile "
                                              r"gtx970-1gbit; valid: VGG16E, GoogLeNet, SqueezeNet, Resnet34; or none$"):
         de.check(_dist_params(emulate="gtx970-1gbit"))
 
@@ -504,10 +504,10 @@ def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_
     for c in second:
         first = next(d for d in todo if (d["method"], d["workers"]) == (c["method"], 2))
         assert c["against"] == first["dilation"] and c["dilation"] == pytest.approx(2 * first["dilation"], abs=0.01)
-    assert de.check_plan(p.replace(dilation_check=0.0), todo) == []
+    assert de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.0})}), todo) == []
     # a factor below 1 needs more CPU than the cores have: refused with the number, as any dilation
     with pytest.raises(hardware.PredictError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
-        de.check_plan(p.replace(dilation_check=0.1), todo, cores=2)
+        de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.1})}), todo, cores=2)
     # the images/sec of the second dilation against the grid's mean at the first, within 5 %
     tp = pd.DataFrame([{"model": "vgg16", "method": m, "workers": 2, "total_images_per_sec": 60.0}
                        for m in ("horovod", "ps_sync")])
@@ -525,9 +525,9 @@ def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_
 def test_the_dilation_check_names_a_model_outside_the_grid_in_one_line():
     from repro.experiments.distributed import emulation as de
 
-    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check_models': vgg19 is not in emulate_models "
+    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check.models': vgg19 is not in emulate.models "
                                              r"\(resnet50, vgg16\)$"):
         de.check(_dist_params(dilation_check_models=["vgg19"]))
-    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check': needs a cluster of two or more workers"):
+    with pytest.raises(ParameterError, match=r"^parameter 'dilation_check.factor': needs a cluster of two or more workers"):
         de.check(_dist_params(emulate_workers=[1]))
     de.check(_dist_params(emulate_workers=[1], dilation_check=0.0))  # no check: nothing to refuse

@@ -77,7 +77,7 @@ def test_flips(cid):
 
 def test_a_stand_in_run_is_never_decisive():
     standin = {"name": "fashion_mnist_rgb32", "n_train": 8000, "stand_in_for": "cifar10"}
-    measured = verdicts.measurements(_summary(PAPER_ACCS, losses=PAPER_LOSSES), PAPER_P.replace(epochs=4), standin)
+    measured = verdicts.measurements(_summary(PAPER_ACCS, losses=PAPER_LOSSES), PAPER_P.model_copy(update={"epochs": 4}), standin)
     stated = measured.pop("data_type_and_size")  # a stated claim: not testable in any run of ours
     assert {m.gate.category.value for m in measured.values()} == {"not comparable"}
     assert (stated.gate.category.value, stated.basis, stated.runs) == ("not testable here", "none", 0)

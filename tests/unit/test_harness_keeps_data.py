@@ -63,7 +63,14 @@ def test_the_rendered_notebook_is_given_the_parameters_the_run_changed(tmp_path)
     out = harness.run(Fake(tmp_path / "c", fail=False), "smoke", {"epochs": 3}, root=tmp_path / "results")
     assert out.provenance["overrides"] == {"epochs": 3} and runner.overrides_of(out.provenance) == {"epochs": 3}
     # a run older than the record: the names its command line gave with -p, at the values it ran with
-    old = {"command": "repro run mnist_cnn --profile smoke -p epochs=3 --param seeds=0,1",
+    old = {"experiment": "mnist_cnn", "command": "repro run mnist_cnn --profile smoke -p epochs=3 --param seeds=0,1",
            "parameters": {"epochs": 3, "seeds": [0, 1], "batch_size": 128}}
     assert runner.overrides_of(old) == {"epochs": 3, "seeds": [0, 1]}
-    assert runner.overrides_of({"command": "repro run mnist_cnn --profile cpu", "parameters": {"epochs": 12}}) == {}
+    assert runner.overrides_of({"experiment": "mnist_cnn", "command": "repro run mnist_cnn --profile cpu",
+                                "parameters": {"epochs": 12}}) == {}
+    # flat names of runs stored before the parameters were nested: nested like the parameters the notebook takes
+    flat = {"experiment": "distributed", "overrides": {"emulate": "k80-p2.16xlarge", "emulate_workers": [1, 2]}}
+    assert runner.overrides_of(flat) == {"emulate": {"hardware": "k80-p2.16xlarge", "workers": [1, 2]}}
+    older = {"experiment": "distributed", "command": "repro run distributed -p emulate_workers=1,2 -p ps=2",
+             "parameters": {"emulate": None, "emulate_workers": [1, 2], "ps": 2}}
+    assert runner.overrides_of(older) == {"emulate": {"workers": [1, 2]}, "ps": 2}

@@ -60,7 +60,7 @@ def test_paper_profile_is_the_reference_protocol():
     from repro.core import params
 
     p = params.resolve("mnist_cnn", "paper")
-    assert (p["optimizer"], p["learning_rate"], p["epochs"], p["repeats"], p["dataset"]) == (
+    assert (p.optimizer, p.learning_rate, p.epochs, p.repeats, p.dataset) == (
         "adadelta", 1.0, 12, 2, "mnist")
     with pytest.raises(params.ParameterError, match="parameter 'optimizer'"):
         params.resolve("mnist_cnn", "smoke", {"optimizer": "sgd"})

@@ -33,7 +33,7 @@ def test_the_seven_are_keras_classes_with_the_shared_hyperparameters():
 
 
 def test_network_follows_figure_1():
-    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke"))
+    p = params.resolve("optimizers", "smoke")
     model = optimizers.build_model(p, (32, 32, 3), 10, "adam", 1e-3, seed=0)
     kinds = [type(layer).__name__ for layer in model.layers]
     assert kinds == ["Conv2D", "MaxPooling2D"] * 3 + ["Flatten", "Dense", "Dropout", "Dense"]
@@ -64,12 +64,12 @@ def test_fused_trainer_off_jax_is_one_line_before_any_data():
     from repro.experiments.optimizers import measure
     from repro.ml import training
 
-    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke", {"trainer": "fused"}))
+    p = params.resolve("optimizers", "smoke", {"trainer": "fused"})
     if training.backend() == "jax":
         pytest.skip("this session runs Keras on JAX, where the fused trainer is allowed")
     with pytest.raises(ParameterError, match=r"^parameter 'trainer': 'fused' trains under KERAS_BACKEND=jax only"):
         optimizers.EXPERIMENT.prepare(p)
-    measure.check_trainer(paramtypes.typed("optimizers", params.resolve("optimizers", "smoke")))  # fit: any backend
+    measure.check_trainer(params.resolve("optimizers", "smoke"))  # fit: any backend
 
 
 def _summary(accs: dict, variant="shared", seeds=2):
@@ -97,7 +97,7 @@ def test_verdicts_on_hand_made_inputs():
     assert t2["Adam"] == "differs (the claim does not hold for our numbers)"
     assert t2["Nadam"] == "differs (0.11 outside [0, 0.02])"
     standin = {"name": "fashion_mnist_rgb32", "n_train": 8000, "stand_in_for": "cifar10"}
-    t3 = optimizers.compare_with_paper(_summary(ACCS), PAPER_P.replace(epochs=4), standin)["verdict"]
+    t3 = optimizers.compare_with_paper(_summary(ACCS), PAPER_P.model_copy(update={"epochs": 4}), standin)["verdict"]
     assert (t3 == "not comparable (fashion_mnist_rgb32 stands in for cifar10; 8,000 training images, not 50,000; "
                   "4 epochs, not 150)").all()
     one_seed = optimizers.compare_with_paper(_summary(ACCS, seeds=1), PAPER_P, CIFAR).set_index("optimizer")["verdict"]
@@ -117,7 +117,7 @@ def test_paper_vs_ours_and_ledger_cannot_disagree():
 
 def test_judge_gives_every_claim_a_measurement_on_a_partial_run(tmp_path):
     summary = _summary({"sgd": 0.3, "adam": 0.6})
-    result = harness.Result(tmp_path, PAPER_P.replace(optimizers=["sgd", "adam"]), {"datasets": [CIFAR]}, {"summary": summary})
+    result = harness.Result(tmp_path, PAPER_P.model_copy(update={"optimizers": ["sgd", "adam"]}), {"datasets": [CIFAR]}, {"summary": summary})
     measured = optimizers.EXPERIMENT.judge(result)
     assert set(measured) == set(claims.load(optimizers.NAME))
     led = claims.ledger(optimizers.NAME, measured).set_index("claim")
@@ -287,13 +287,12 @@ def test_conclusions_add_the_loss_rows_where_the_summary_has_the_loss():
 def test_an_optimizer_without_a_label_is_refused_before_training(monkeypatch):
     """A newcomer who adds a name to profile.yaml's choices but not its label: refused in prepare, in one line,
     not after hours of training; every choice of the profile has a label and a builder."""
-    from repro.core import paramtypes
     from repro.experiments.optimizers import common, measure
     from repro.ml import optim
 
     choices = params.spec("optimizers").params["optimizers"].choices
     assert set(choices) <= set(common.LABELS) and set(choices) <= set(optim.OPTIMIZERS)
-    p = paramtypes.typed("optimizers", params.resolve("optimizers", "smoke", {"optimizers": ["sgd", "adadelta"]}))
+    p = params.resolve("optimizers", "smoke", {"optimizers": ["sgd", "adadelta"]})
     measure.check_trainer(p)  # labelled and built: accepted
     monkeypatch.setattr(common, "LABELS", {k: v for k, v in common.LABELS.items() if k != "adadelta"})
     with pytest.raises(params.ParameterError, match=r"^parameter 'optimizers': adadelta has no label") as err:
@@ -324,17 +323,17 @@ def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
 
 def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
     cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "float32"}), cifar) == (True, "")
     assert verdicts.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar) == (False, "TF32 products, not float32")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar) == (False, "TF32 products, not float32")
     # the device record decides where there is one: what the run computed in, not what it asked for
     tf32 = {"device": "GPU", "backend": "jax", "matmul_precision": {"effective": "TF32 products, float32 sums"}}
     f32 = {**tf32, "matmul_precision": {"effective": "float32"}}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="float32"), cifar, tf32) == \
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "float32"}), cifar, tf32) == \
         (False, "TF32 products, not float32")
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, f32) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar, f32) == (True, "")
     cpu = {"device": "CPU", "backend": "jax"}
-    assert verdicts.comparable(PAPER_P.replace(matmul_precision="tf32"), cifar, cpu) == (True, "")
+    assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar, cpu) == (True, "")
     # a GPU run under JAX from before the parameter (the published H100 run): JAX's default there is TF32
     old_gpu = {"device": "GPU", "backend": "jax", "gpus_visible": 1}
     assert verdicts.comparable(PAPER_P, cifar, old_gpu) == (False, "matmul precision not recorded (JAX's default on "

@@ -12,16 +12,16 @@ from repro.core.params import ParameterError, ParamSpec
 def test_profiles_resolve_to_their_values():
     spec = params.spec("mnist_cnn")
     smoke = spec.resolve("smoke")
-    assert smoke["epochs"] == 2 and smoke["dataset"] == "mnist_subset"
-    assert spec.resolve("paper")["epochs"] == 12
-    assert spec.resolve("paper")["dataset"] == "mnist"
+    assert smoke.epochs == 2 and smoke.dataset == "mnist_subset"
+    assert spec.resolve("paper").epochs == 12
+    assert spec.resolve("paper").dataset == "mnist"
     assert spec.resolve(None) == smoke  # default profile
 
 
 def test_overrides_apply_and_are_validated():
     spec = params.spec("mnist_cnn")
-    assert spec.resolve("smoke", {"epochs": 5})["epochs"] == 5
-    assert spec.resolve("smoke", {"learning_rate": 1})["learning_rate"] == 1.0  # ints accepted for floats
+    assert spec.resolve("smoke", {"epochs": 5}).epochs == 5
+    assert spec.resolve("smoke", {"learning_rate": 1}).learning_rate == 1.0  # ints accepted for floats
     with pytest.raises(ParameterError, match=r"^parameter 'epochs': expected an integer \(>= 1; <= 1000\), got 0$"):
         spec.resolve("smoke", {"epochs": 0})
     with pytest.raises(ParameterError, match="parameter 'dataset'.*one of mnist, mnist_subset, fashion_mnist"):
@@ -58,8 +58,9 @@ def test_list_and_bool_parameters():
     ints = ParamSpec(name="cores", type="list[int]", min=1, max=4)
     assert ints.parse("1,2, 4") == [1, 2, 4]
     assert ints.check((1, 2)) == [1, 2]
+    assert ints.parse("1,8") == [1, 8]  # parsed by type; the range is checked with the rest when the run starts
     with pytest.raises(ParameterError, match="parameter 'cores': expected a non-empty list of integers"):
-        ints.parse("1,8")
+        ints.check(ints.parse("1,8"))
     with pytest.raises(ParameterError):
         ints.check([])
     flag = ParamSpec(name="resume", type="bool")
@@ -87,24 +88,45 @@ def test_cli_bad_parameter_is_one_line_and_nonzero():
     assert lines == ["repro: error: parameter 'batch_size': expected an integer (>= 1; <= 65536), got -1"]
 
 
+def test_the_flat_names_of_before_the_nesting_read_through_one_adapter():
+    """``-p emulate_models=...`` (for one release) and stored runs' flat names (``emulate`` for ``emulate.hardware``)
+    map to the dotted names through ``ExperimentSpec.dotted``; nested and dotted mappings read the same."""
+    spec = params.spec("distributed")
+    assert spec.parse_overrides(["emulate_models=vgg16", "emulate=null", "dilation_check=2"]) == {
+        "emulate.models": ["vgg16"], "emulate.hardware": None, "dilation_check.factor": 2.0}
+    flat = {"emulate": "k80-p2.16xlarge", "emulate_repeats": 2, "ps": 1}
+    nested = {"emulate": {"hardware": "k80-p2.16xlarge", "repeats": 2}, "ps": 1}
+    assert spec.dotted(flat) == spec.dotted(nested) == {"emulate.hardware": "k80-p2.16xlarge", "emulate.repeats": 2,
+                                                        "ps": 1}
+    assert spec.resolve("smoke", flat) == spec.resolve("smoke", nested)
+    assert params.nest(spec.dotted(flat)) == nested
+
+
 def test_profiles_state_only_what_they_change_from_the_defaults():
     for spec in params.experiments().values():
         assert set(spec.defaults) == set(spec.params), spec.name  # every parameter has a default
         for prof in spec.profiles.values():
-            assert prof.values == spec.validate({**spec.defaults, **prof.changes}), (spec.name, prof.name)
+            assert spec.dotted(spec.validate({**spec.defaults, **prof.changes}).model_dump()) == prof.values, \
+                (spec.name, prof.name)
             assert all(spec.defaults[k] != v for k, v in prof.changes.items()), (spec.name, prof.name)
     speedup = params.spec("speedup")
-    assert speedup.resolve("paper")["emulate"] is None  # null, not a "none" sentinel
-    assert speedup.resolve("smoke")["emulate"] == "gtx970-1gbit"
+    assert speedup.resolve("paper").emulate.hardware is None  # null, not a "none" sentinel
+    assert speedup.resolve("smoke").emulate.hardware == "gtx970-1gbit"
 
 
-def test_parameters_are_a_pydantic_model_and_none_reads_as_null():
+def test_parameters_are_one_nested_pydantic_model_and_none_reads_as_null():
     spec = params.spec("distributed")
     fields = spec.model.model_fields
-    assert set(fields) == set(spec.params)
-    values = spec.resolve("smoke", {"emulate": "none", "sweep_bandwidths": ["none"], "audit_models": None})
-    assert (values["emulate"], values["sweep_bandwidths"], values["audit_models"]) == (None, None, None)
-    assert spec.parse_overrides(["emulate=null", "sweep_bandwidths=none"]) == {"emulate": None, "sweep_bandwidths": None}
+    assert set(fields) == {name.split(".")[0] for name in spec.params}
+    assert set(fields["emulate"].annotation.model_fields) == {n.split(".")[1] for n in spec.params if n.startswith("emulate.")}
+    p = spec.resolve("smoke", {"emulate": {"hardware": "none"}, "sweep.bandwidths": ["none"], "audit_models": None})
+    assert (p.emulate.hardware, p.sweep.bandwidths, p.audit_models) == (None, None, None)
+    assert spec.parse_overrides(["emulate.hardware=null", "sweep.bandwidths=none"]) == {
+        "emulate.hardware": None, "sweep.bandwidths": None}
+    with pytest.raises(ParameterError, match=r"^parameter 'emulate.repeats': expected an integer \(>= 1; <= 100\), got 0$"):
+        spec.resolve("smoke", {"emulate": {"repeats": 0}})  # a nested field named by its dotted path
+    with pytest.raises(ParameterError, match=r"^unknown parameter 'emulate.repeat' .*did you mean 'emulate.repeats'"):
+        spec.parse_overrides(["emulate.repeat=2"])
     with pytest.raises(ParameterError, match=r"^parameter 'audit_models': expected a non-empty list of strings \(one of vgg16"):
         spec.resolve("smoke", {"audit_models": ["none", "vgg16"]})
     with pytest.raises(ParameterError, match=r"^parameter 'workers': .*got \(1, 0\)$"):
@@ -134,7 +156,7 @@ def test_a_malformed_profile_file_is_one_line_naming_file_and_entry(change, mess
     import copy
 
     good = params._build("t", copy.deepcopy(PROFILE))
-    assert good.resolve("smoke") == {"epochs": 1, "rate": None} and good.profiles["paper"].changes == {}
+    assert good.profiles["smoke"].values == {"epochs": 1, "rate": None} and good.profiles["paper"].changes == {}
     raw = copy.deepcopy(PROFILE)
     change(raw)
     with pytest.raises(ParameterError, match=message) as err:
@@ -147,7 +169,7 @@ def test_repro_list_shows_each_profiles_changes(capsys):
 
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "changes from the defaults: emulate=gtx970-1gbit" in out
+    assert "changes from the defaults: emulate.hardware=gtx970-1gbit" in out
     assert "changes from the defaults: none (the defaults)" in out  # speedup's cpu profile is its defaults
 
 

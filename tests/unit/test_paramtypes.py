@@ -18,19 +18,22 @@ def test_every_generated_paramtypes_matches_its_profile_yaml():
     assert paramtypes.stale() == []
 
 
-def test_the_generated_keys_and_types_follow_the_schema():
+def test_the_generated_keys_types_and_constraints_follow_the_schema():
     spec = params.spec("optimizers")
     src = paramtypes.source(spec)
     assert "class OptimizersParams(Params):" in src
     for name in spec.params:
         assert f"\n    {name}: " in src
     assert "    trainer: Literal['fit', 'fused']\n" in src  # a choice of strings
-    assert "    seeds: list[int]\n" in src
-    assert "    matmul_precision: Literal['float32', 'tf32'] | None\n" in src  # a stored run older than it: null
+    assert "    epochs: Annotated[Int, Field(ge=1, le=1000)]\n" in src  # its range on the field
+    assert "    seeds: Annotated[list[Annotated[Int, Field(ge=0)]], Field(min_length=1)]\n" in src
+    assert "    filters: Annotated[list[Annotated[Int, Field(ge=1, le=1024)]], Field(min_length=3, max_length=3)]\n" in src
+    assert "    optimizers: Annotated[list[Str], Field(min_length=1), one_of('sgd', " in src  # a list of choices
+    assert "    matmul_precision: Annotated[Literal['float32', 'tf32'] | None, NULL]\n" in src  # legacy: null
     dist = paramtypes.source(params.spec("distributed"))
     assert "class DistributedEmulate(Group):" in dist and "    emulate: DistributedEmulate\n" in dist  # a group
-    assert "    hardware: str | None\n" in dist  # `emulate` itself, nullable, the group's own field
-    assert "\n    emulate_models" not in dist and "\n    models: list[str]\n" in dist
+    assert "    hardware: Annotated[Str | None, NULL]\n" in dist  # emulate.hardware, nullable
+    assert "\n    emulate_models" not in dist and "\n    models: Annotated[list[Str], Field(min_length=1), one_of(" in dist
 
 
 def test_a_changed_profile_makes_the_generated_file_stale(monkeypatch):
@@ -92,48 +95,57 @@ def test_a_misspelt_field_of_a_group_fails_the_type_check(tmp_path, monkeypatch)
     assert rc == 0, out
 
 
-def test_typed_parameters_read_by_attribute_and_give_the_flat_names_back():
-    flat = params.resolve("distributed", "emulated")
-    p = paramtypes.typed("distributed", flat)
-    assert p.emulate.hardware == flat["emulate"] and p.emulate.models == flat["emulate_models"]
-    assert p.sweep.bandwidths == flat["sweep_bandwidths"] and p.dilation_check.factor == flat["dilation_check"]
-    assert p.flat() == flat and list(p.flat()) == list(flat)  # the wire format, in the profile's order
+def test_parameters_read_by_attribute_and_dump_nested():
+    spec = params.spec("distributed")
+    p = spec.resolve("emulated")
+    values = spec.profiles["emulated"].values
+    assert p.emulate.hardware == values["emulate.hardware"] and p.emulate.models == values["emulate.models"]
+    assert p.sweep.bandwidths == values["sweep.bandwidths"] and p.dilation_check.factor == values["dilation_check.factor"]
+    dump = p.model_dump()  # the wire format: papermill, provenance.json
+    assert dump["emulate"]["models"] == values["emulate.models"] and spec.dotted(dump) == values
+    assert list(spec.dotted(dump)) == list(values)  # in the profile's order
+    assert spec.validate(dump) == p
     with pytest.raises(AttributeError, match="emulate_models"):
         p.emulate_models  # noqa: B018 -- the flat name is not an attribute
     with pytest.raises(pydantic.ValidationError, match="frozen"):
         p.ps = 3  # type: ignore[misc]
 
 
-def test_replace_takes_flat_names_and_checks_each_value():
-    p = paramtypes.typed("distributed", params.resolve("distributed", "smoke"))
-    q = p.replace(emulate_repeats=3, steps=5)
-    assert (q.emulate.repeats, q.steps, p.emulate.repeats) == (3, 5, p.emulate.repeats)
-    with pytest.raises(params.ParameterError, match="parameter 'emulate_repeats'"):
-        p.replace(emulate_repeats=0)  # min 1
-    with pytest.raises(params.ParameterError, match="unknown parameter 'emulate_repeat'"):
-        p.replace(emulate_repeat=2)
+def test_a_changed_copy_is_model_copy_on_the_nested_objects():
+    p = params.spec("distributed").resolve("smoke")
+    q = p.model_copy(update={"emulate": p.emulate.model_copy(update={"repeats": 3}), "steps": 5})
+    assert (q.emulate.repeats, q.steps, p.emulate.repeats, q.emulate.models) == (3, 5, 1, p.emulate.models)
+    assert not hasattr(p, "replace") and not hasattr(p, "flat")
 
 
-def test_a_stored_run_older_than_a_parameter_reads_its_legacy_value_or_fails_in_one_line():
-    flat = params.resolve("optimizers", "smoke")
-    old = {k: v for k, v in flat.items() if k not in ("trainer", "matmul_precision")}
-    p = paramtypes.params_class("optimizers").of(old)
+def test_a_stored_run_reads_through_one_adapter_flat_or_nested_with_legacy_values():
+    spec = params.spec("optimizers")
+    dump = spec.resolve("smoke").model_dump()
+    old = {k: v for k, v in dump.items() if k not in ("trainer", "matmul_precision")}
+    p = paramtypes.load("optimizers", old)
     assert (p.trainer, p.matmul_precision) == ("fit", None)  # profile.yaml: legacy fit, legacy null
-    older = {k: v for k, v in flat.items() if k != "epochs"}  # epochs declares no legacy value
+    older = {k: v for k, v in dump.items() if k != "epochs"}  # epochs declares no legacy value
     with pytest.raises(params.ParameterError, match="optimizers: parameter 'epochs' missing"):
-        paramtypes.params_class("optimizers").of(older)
+        paramtypes.load("optimizers", older)
     assert not hasattr(paramtypes.partial("optimizers", older), "epochs")  # a test's few parameters
+    dist = params.spec("distributed")
+    nested = dist.resolve("smoke").model_dump()
+    flat = {dict(map(reversed, dist.flat_names.items())).get(k, k): v for k, v in dist.dotted(nested).items()}
+    assert "emulate" in flat and "emulate_models" in flat and "dilation_check" in flat  # as runs stored it
+    assert paramtypes.load("distributed", flat) == paramtypes.load("distributed", nested) == dist.resolve("smoke")
 
 
 def test_a_group_declaration_that_does_not_fit_its_parameters_is_one_line():
-    decls = {"emulate": params.ParamSpec(name="emulate", type="str"),
-             "emulate_models": params.ParamSpec(name="emulate_models", type="list[str]")}
-    with pytest.raises(params.ParameterError, match="group 'emulate' is also a parameter"):
-        params.layout(decls, {"emulate": params.GroupDecl()})
+    decls = {"emulate.hardware": params.ParamSpec(name="emulate.hardware", type="str"),
+             "emulate.models": params.ParamSpec(name="emulate.models", type="list[str]")}
+    with pytest.raises(params.ParameterError, match="parameter 'emulate.hardware': no group 'emulate'"):
+        params.check_groups(decls, {})
     with pytest.raises(params.ParameterError, match="group 'sweep' has no parameter"):
-        params.layout(decls, {"emulate": params.GroupDecl(own="hardware"), "sweep": params.GroupDecl()})
-    assert params.layout(decls, {"emulate": params.GroupDecl(own="hardware")}) == {
-        "emulate": ("emulate", "hardware"), "emulate_models": ("emulate", "models")}
+        params.check_groups(decls, {"emulate": params.GroupDecl(), "sweep": params.GroupDecl()})
+    with pytest.raises(params.ParameterError, match="parameter 'sweep' is named like a group"):
+        params.check_groups({**decls, "sweep": params.ParamSpec(name="sweep", type="int")},
+                            {"emulate": params.GroupDecl(), "sweep": params.GroupDecl()})
+    params.check_groups(decls, {"emulate": params.GroupDecl()})
 
 
 def test_no_module_reads_a_parameter_by_key():
@@ -147,25 +159,26 @@ def test_no_module_reads_a_parameter_by_key():
     assert hits == []
 
 
-def test_a_generated_file_that_fails_to_import_is_not_replaced_by_a_built_class(monkeypatch):
-    """Only a missing ``paramtypes.py`` (an experiment outside the package) gets a class built at run time; a
-    generated file that is there and breaks on import fails loudly."""
-    real = paramtypes.importlib.import_module
+def test_a_generated_file_that_fails_to_import_fails_loudly_and_a_missing_one_in_one_line(monkeypatch):
+    """A generated ``paramtypes.py`` that is there and breaks on import fails loudly; a missing one (an experiment
+    outside the package without ``python -m repro.core.paramtypes``) is one line saying what to run. No class is
+    built at run time."""
+    real = params.importlib.import_module
 
     def broken(name, *args):
         if name.endswith("mnist_cnn.paramtypes"):
             raise ModuleNotFoundError("No module named 'somethingelse'", name="somethingelse")
         return real(name, *args)
 
-    monkeypatch.setattr(paramtypes.importlib, "import_module", broken)
+    spec = dataclasses.replace(params.spec("mnist_cnn"))  # a fresh spec: its class not yet looked up
+    monkeypatch.setattr(params.importlib, "import_module", broken)
     with pytest.raises(ModuleNotFoundError, match="somethingelse"):
-        paramtypes.params_class("mnist_cnn")
+        spec.model  # noqa: B018
 
     def missing(name, *args):
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-    monkeypatch.setattr(paramtypes.importlib, "import_module", missing)
-    built = paramtypes.params_class("distributed")
-    p = built.of(params.resolve("distributed", "smoke"))
-    assert p.emulate.models == params.resolve("distributed", "smoke")["emulate_models"]
-    assert built.__name__ == "DistributedParams" and issubclass(built, paramtypes.Params)
+    spec = dataclasses.replace(params.spec("mnist_cnn"))
+    monkeypatch.setattr(params.importlib, "import_module", missing)
+    with pytest.raises(params.ParameterError, match=r"^experiment 'mnist_cnn': no repro/experiments/mnist_cnn/paramtypes.py; generate it with `python -m repro.core.paramtypes`$"):
+        spec.model  # noqa: B018

@@ -14,7 +14,7 @@ from repro.cluster import plan as cluster_plan
 from repro.cluster import slurm, slurm_task
 from repro.cluster.plan import ClusterPlan
 from repro.cluster.spec import name_of_slug, role_names
-from repro.core import params, paramtypes
+from repro.core import params
 from repro.experiments.distributed import runs as dist_runs
 from repro.experiments.speedup import measure as sp_measure
 
@@ -129,18 +129,18 @@ def test_job_rows_and_provenance_note(tmp_path):
 def test_launcher_parameter_is_validated():
     with pytest.raises(params.ParameterError, match="launcher"):
         params.resolve("distributed", "smoke", {"launcher": "pbs"})
-    assert params.resolve("speedup", "smoke", {"launcher": "slurm"})["launcher"] == "slurm"
-    assert params.resolve("distributed", "smoke")["launcher"] == "local"  # the default stays local
+    assert params.resolve("speedup", "smoke", {"launcher": "slurm"}).launcher == "slurm"
+    assert params.resolve("distributed", "smoke").launcher == "local"  # the default stays local
 
 
 def test_largest_slurm_cluster_of_a_profile():
-    p = paramtypes.typed("distributed", params.resolve("distributed", "smoke"))
+    p = params.resolve("distributed", "smoke")
     assert dist_runs.slurm_tasks(p) == 4  # chief + ps + 2 workers
-    assert dist_runs.slurm_tasks(p.replace(methods=["ring"], fault_tolerance=False)) == 2
-    q = paramtypes.typed("speedup", params.resolve("speedup", "smoke", {"launcher": "slurm"}))
+    assert dist_runs.slurm_tasks(p.model_copy(update={"methods": ["ring"], "fault_tolerance": False})) == 2
+    q = params.resolve("speedup", "smoke", {"launcher": "slurm"})
     assert sp_measure.slurm_tasks(q) == 5  # the distributed server at N = 2: chief + 2 shards + 2 workers
-    assert sp_measure.slurm_tasks(q.replace(launcher="local")) == 0
-    assert sp_measure.slurm_tasks(q.replace(probe_links=["1gbit"], train_link="1gbit")) == 0  # emulated: local
+    assert sp_measure.slurm_tasks(q.model_copy(update={"launcher": "local"})) == 0
+    assert sp_measure.slurm_tasks(q.model_copy(update={"probe_links": ["1gbit"], "train_link": "1gbit"})) == 0  # emulated: local
 
 
 def test_tasks_meet_through_the_shared_directory(tmp_path, monkeypatch):

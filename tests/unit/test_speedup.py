@@ -370,7 +370,7 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
         ("A", "async", "distributed", 1, 0.5, 0.9, 0.9, -0.30, 0.00),  # 2x slower at N = 1: not "slightly"
         ("A", "async", "distributed", 2, 1.5, 1.8, 1.4, 0.50, -0.06),
     ])
-    result = Result(Path("."), PREDICT_ONLY.replace(measure=True), {"experiment": "speedup"},
+    result = Result(Path("."), paramtypes.partial(speedup.NAME, {"measure": True, "networks": list(eq.NETWORKS), "emulate": None}), {"experiment": "speedup"},
                     {"predictions": grid, "measured_vs_predicted": cmp})
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
     assert len(ledger) == len(claims_mod.load(speedup.NAME)) == 37
@@ -399,8 +399,8 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"measure_batch": 9}, "parameter 'measure_batch': sync-split needs it divisible by every worker count, 9 is not divisible by 2"),
-    ({"measure_batches": 1}, "parameter 'measure_batches': D = 1 is smaller than 2 workers"),
+    ({"measure_batch": 9}, "parameter 'measure.batch': sync-split needs it divisible by every worker count, 9 is not divisible by 2"),
+    ({"measure_batches": 1}, "parameter 'measure.batches': D = 1 is smaller than 2 workers"),
     ({"train_link": "1gbit"}, "parameter 'train_link': '1gbit' must be one of probe_links ['loopback'] (its probe gives the predictions' inputs)"),
 ])
 def test_bad_measuring_configuration_is_one_line_before_any_run(overrides, message, results_root):
@@ -639,7 +639,7 @@ def test_transfer_times_against_parameter_counts_need_the_thesis_input_and_class
     assert m["t_comm_follows_parameters"].holds is True
     assert m["t_comm_follows_parameters"].ours == ("implied rate 840-950 Mb/s (4 B x parameters / t_comm): "
                                                    "largest / smallest = 1.13")
-    small = thesis.replace(input_size=64)
+    small = thesis.model_copy(update={"input_size": 64})
     gated = statements.measurements({"predictions": grid, "parameters": par}, small, ids=("t_comm_follows_parameters",))
     assert gated["t_comm_follows_parameters"].gate == V.not_comparable(
         "parameters counted at 64 px and 256 classes, not the thesis' 224 px and 256 classes")

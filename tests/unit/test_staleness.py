@@ -192,7 +192,7 @@ def test_threads_profile_measures_threads_alone_where_they_do_not_outnumber_the_
 
     p = params.spec("staleness").resolve("threads")
     need = claims.load("staleness")["staleness_equals_n_threads"].threshold("min_runs")
-    assert max(p["thread_workers"]) <= 2 and 2 in p["thread_workers"]  # this machine's 2 cores
-    assert len(p["thread_seeds"]) >= need and p["thread_updates"] > 0 and not p["pipeline_check"]
+    assert max(p.thread.workers) <= 2 and 2 in p.thread.workers  # this machine's 2 cores
+    assert len(p.thread.seeds) >= need and p.thread.updates > 0 and not p.pipeline_check
     # the rest at its smallest: no grid that any claim could judge
-    assert p["workers"] == [1] and p["periods"] == [1] and p["taus"] == [0] and p["mitigations"] == ["none"]
+    assert p.workers == [1] and p.periods == [1] and p.taus == [0] and p.mitigations == ["none"]

@@ -570,7 +570,7 @@ def test_pipeline_check_gates_the_thread_row_by_its_reason_first():
     root = results.project_root()
     run = sorted(p for p in (root / "published" / "cpu" / "staleness").glob("*/") if (p / "ledger.csv").is_file())[-1]
     r = harness.load_result(run)
-    params = r.params.replace(pipeline_check=True)
+    params = r.params.model_copy(update={"pipeline_check": True})
     tables = dict(r.tables, thread_staleness=r.tables["thread_staleness"].assign(runs=1, run_mean_sd=NAN))
     cheap = v.cheap_reason(params, r.provenance)
     out = v.measurements(tables, r.summary, params, r.provenance)

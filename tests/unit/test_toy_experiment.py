@@ -105,6 +105,9 @@ def test_a_new_experiment_is_one_folder(tmp_path):
     (folder / "claims.yaml").write_text(CLAIMS)
     (folder / "experiment.py").write_text(textwrap.dedent(EXPERIMENT))
     env = {"PYTHONPATH": str(src), "REPRO_RESULTS": str(tmp_path / "results"), "PATH": "/usr/bin:/bin"}
+    gen = subprocess.run([sys.executable, "-m", "repro.core.paramtypes"], env=env, capture_output=True, text=True,
+                         timeout=120)  # its parameters class, generated from its profile.yaml
+    assert gen.returncode == 0 and "toy" in gen.stdout and (folder / "paramtypes.py").is_file(), gen.stderr[-3000:]
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])

@@ -28,7 +28,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 import pandas as pd
 
@@ -39,15 +39,17 @@ from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
 from repro.core.results import Run
 
+P = TypeVar("P", bound=Params)  # an experiment's parameters class (repro.core.paramtypes)
 MEASURED_UNDER = "claims_measured_under"  # provenance: the claims' digests when the run began, its first verdicts
 
 
 @dataclass
-class Result:
-    """What an experiment's ``run`` returns to its notebook (and what ``judge`` reads)."""
+class Result(Generic[P]):
+    """What an experiment's ``run`` returns to its notebook (and what ``judge`` reads); ``Result[DistributedParams]``
+    where a chapter reads its parameters, so that mypy checks every ``result.params.<field>``."""
 
     run_dir: Path
-    params: Any  # the experiment's <Name>Params (repro.core.paramtypes), also when read back from provenance.json
+    params: P  # the experiment's <Name>Params (repro.core.paramtypes), also when read back from provenance.json
     provenance: dict
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -72,35 +74,36 @@ class Output:
 ExperimentError = _params.ParameterError  # an experiment folder whose EXPERIMENT does not fit the interface
 
 
-class Experiment(abc.ABC):
+class Experiment(abc.ABC, Generic[P]):
     """What the harness needs of an experiment: subclass it in ``experiments/<name>/experiment.py`` and
     set ``EXPERIMENT`` to an instance; :func:`experiment` checks both when it finds the folder."""
 
     name: str  # the folder's name
 
     @abc.abstractmethod
-    def prepare(self, params: Any) -> Any:
+    def prepare(self, params: P) -> Any:
         """Load and check the inputs (datasets, price tables); raise before any run directory exists."""
 
     @abc.abstractmethod
-    def measure(self, run: Run, params: Any, inputs: Any) -> Output:
+    def measure(self, run: Run, params: P, inputs: Any) -> Output:
         """Do the work; record datasets and devices with ``run.add_dataset`` / ``run.note``."""
 
     @abc.abstractmethod
-    def judge(self, result: Result) -> dict[str, _claims.Measured]:
+    def judge(self, result: Result[P]) -> dict[str, _claims.Measured]:
         """One measurement per claim id of ``claims.yaml``, computed only from ``result``."""
 
     @abc.abstractmethod
-    def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> Output:
+    def verdict_views(self, result: Result[P], measured: dict, ledger: pd.DataFrame) -> Output:
         """The chapter's tables (and summary keys) that show verdicts, derived from the ledger: written
         after it, and again by :func:`rejudge_run` (``Output({})`` where the chapter shows the ledger only)."""
 
 
 def start(experiment: str, profile: str | None, overrides: dict | None) -> tuple[Params, str]:
-    """Validated, typed parameters and the profile's name (the default profile when ``None``)."""
+    """The parameters, validated (the one validation of a run), and the profile's name (the default profile when
+    ``None``); ``overrides`` nested (papermill, a notebook) or dotted (``-p``)."""
     spec = _params.spec(experiment)
     profile = profile or spec.default_profile
-    return _paramtypes.typed(experiment, spec.resolve(profile, overrides)), profile
+    return spec.resolve(profile, overrides), profile
 
 
 def judge_failed(run_dir) -> bool:
@@ -122,15 +125,23 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     leaves its directory marked failed, never half-finished."""
     p, profile = start(exp.name, profile, overrides)
     inputs = exp.prepare(p)
-    run_ = Run(exp.name, profile, p.flat(), root)  # provenance is collected before its directory exists
+    run_ = Run(exp.name, profile, p.model_dump(), root)  # provenance is collected before its directory exists
     run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
-    run_.note("overrides", {k: v for k, v in p.flat().items() if k in (overrides or {})})  # the chapter shows them
+    run_.note("overrides", overrides_of(exp.name, p, overrides))  # the chapter shows them
     try:
         return _measure_and_judge(exp, run_, p, inputs)
     except BaseException:
         if run_.dir.name.startswith(results.INCOMPLETE):
             results.mark_failed(run_.dir)
         raise
+
+
+def overrides_of(experiment: str, p: Params, overrides: dict | None) -> dict:
+    """The values ``overrides`` gave, as validated, nested like the parameters (``{"emulate": {"workers": [1]}}``)."""
+    spec = _params.spec(experiment)
+    given = spec.dotted(overrides or {})
+    ran = spec.dotted(p.model_dump())
+    return _params.nest({k: v for k, v in ran.items() if k in given})
 
 
 JUDGE_FAILED = "judge failed"  # provenance status of a run whose measurement is kept but whose judge raised
@@ -228,7 +239,7 @@ def load_result(run_dir: Path) -> Result:
     record = results.read_provenance(run_dir)
     tables = {p.stem: results.read_csv(run_dir, p.stem) for p in sorted(run_dir.glob("*.csv"))}
     summary = results.read_json(run_dir, "summary") if (run_dir / "summary.json").is_file() else {}
-    typed = _paramtypes.params_class(record["experiment"]).of(record["parameters"])
+    typed = _paramtypes.load(record["experiment"], record["parameters"])
     return Result(run_dir, typed, record, tables, summary)
 
 

@@ -4,30 +4,35 @@ Every experiment folder ``repro/experiments/<name>/`` has a ``profile.yaml`` tha
 
 * ``parameters``: the schema (type, allowed range or choices, help text; ``legacy``: the value a stored run
   made before the parameter existed ran with);
-* ``groups`` (optional): parameters ``<group>_<field>`` read as ``p.<group>.<field>`` in the typed parameters
-  (:mod:`repro.core.paramtypes`);
+* ``groups`` (optional): the help of each group; a parameter named ``<group>.<field>`` is ``p.<group>.<field>``
+  in the experiment's parameters (:mod:`repro.core.paramtypes`) and ``-p <group>.<field>=...`` on the command
+  line;
 * ``defaults``: every parameter's value unless a profile changes it;
 * ``profiles``: named profiles (``smoke`` for CI, ``cpu`` for a 2-core machine, ``paper`` for the
   paper's protocol on a GPU server), each with what it roughly costs and, under ``values``, only
   the parameters it changes from ``defaults``.
 
-The file is read through pydantic models (:class:`ProfileFile`), and each experiment's parameters
-become a pydantic model generated from its declarations (:attr:`ExperimentSpec.model`: typed fields
-with their ranges and choices). A wrong profile name, an unknown parameter, or a value of the wrong
-type or out of range raises :class:`ParameterError` whose message is one line naming the parameter
-and what is allowed (:func:`one_line` turns pydantic's errors into it).
+The file is read through pydantic models (:class:`ProfileFile`); each experiment's parameters are one nested
+pydantic model generated from its declarations (``experiments/<name>/paramtypes.py``, :attr:`ExperimentSpec.model`:
+typed fields with their ranges and choices), validated once when a run starts (:meth:`ExperimentSpec.resolve`).
+A wrong profile name, an unknown parameter, or a value of the wrong type or out of range raises
+:class:`ParameterError` whose message is one line naming the parameter and what is allowed (:func:`one_line`
+turns pydantic's errors into it). Runs stored before the parameters were nested name them flat
+(``emulate_models``, ``emulate`` for ``emulate.hardware``): :meth:`ExperimentSpec.dotted` is the one adapter that
+reads them (and ``-p emulate_models=...``, accepted for one release).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
-from typing import Annotated, Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping
 
 import yaml
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from repro.core import errors
 
@@ -54,6 +59,33 @@ def _null_word(value: Any) -> Any:
     return value
 
 
+def one_of(*choices: Any) -> AfterValidator:
+    """A validator that every item of a list (or a single value) is one of ``choices``."""
+
+    def check(value: Any) -> Any:
+        bad = [v for v in (value if isinstance(value, list) else [value]) if v not in choices]
+        if bad:
+            raise ValueError(f"not one of {choices}")
+        return value
+
+    return AfterValidator(check)
+
+
+# The types the generated parameter classes are written in (and the schema checks its defaults with): strict
+# scalars (an int is no float's string, a bool no int), an integral float read as an int, "none" as null.
+Int = Annotated[int, BeforeValidator(_integral), Field(strict=True)]
+Float = Annotated[float, Field(strict=True)]
+Str = Annotated[str, Field(strict=True)]
+Bool = Annotated[bool, Field(strict=True)]
+NULL = BeforeValidator(_null_word)
+TYPES: dict[str, Any] = {"Int": Int, "Float": Float, "Str": Str, "Bool": Bool, "NULL": NULL, "one_of": one_of,
+                         "Annotated": Annotated, "Field": Field, "Literal": Literal}
+
+
+def _bound(value: float, base: str) -> str:
+    return str(int(value)) if base == "int" and float(value).is_integer() else repr(float(value))
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,6 +103,7 @@ class ParamSpec(_Strict):
     nullable: bool = False
     length: int | None = Field(default=None, ge=1)  # exact length of a list
     legacy: Any = None  # what a stored run made before this parameter existed ran with (only where declared)
+    alias: str | None = None  # its flat name in runs stored before parameters were nested, where not <group>_<field>
 
     @property
     def has_legacy(self) -> bool:
@@ -98,31 +131,35 @@ class ParamSpec(_Strict):
     def _fail(self, value: Any) -> ParameterError:
         return ParameterError(f"parameter '{self.name}': expected {self.describe()}, got {value!r}")
 
+    def source_type(self, *, legacy_null: bool = True) -> str:
+        """This parameter's type as Python source, in the names of :data:`TYPES`: ``Annotated[Int, Field(ge=1)]``,
+        ``Literal['fit', 'fused']``, ``Annotated[list[Str], Field(min_length=1), one_of('a', 'b')]``, null
+        where nullable (or where a run older than it reads as ``legacy: null``, with ``legacy_null``)."""
+        base = self.type.removeprefix("list[").removesuffix("]")
+        is_list = self.type.startswith("list[")
+        item = {"int": "Int", "float": "Float", "str": "Str", "bool": "Bool"}[base]
+        if self.choices is not None and not is_list:
+            item = "Literal[" + ", ".join(repr(c) for c in self.choices) + "]"
+        bounds = ", ".join(f"{k}={_bound(v, base)}" for k, v in (("ge", self.min), ("le", self.max)) if v is not None)
+        if bounds:
+            item = f"Annotated[{item}, Field({bounds})]"
+        text = item
+        if is_list:
+            size = f"min_length={self.length}, max_length={self.length}" if self.length else "min_length=1"
+            choices = f", one_of({', '.join(repr(c) for c in self.choices)})" if self.choices is not None else ""
+            text = f"Annotated[list[{item}], Field({size}){choices}]"
+        if self.nullable or (legacy_null and self.has_legacy and self.legacy is None):
+            text = f"Annotated[{text} | None, NULL]"
+        return text
+
     @cached_property
     def annotation(self) -> Any:
-        """The pydantic type of this parameter: strict scalars, ranges, choices, list length, null."""
-        base = self.type.removeprefix("list[").removesuffix("]")
-        item: Any = Annotated[_SCALARS[base], Field(strict=True, ge=self.min, le=self.max)]
-        if base == "int":
-            item = Annotated[item, BeforeValidator(_integral)]
-        if self.choices is not None:
-            item = Annotated[item, AfterValidator(self._choice)]
-        if self.type.startswith("list["):
-            item = Annotated[list[item], Field(min_length=self.length or 1, max_length=self.length)]
-        if self.nullable:
-            item = Annotated[Optional[item], BeforeValidator(_null_word)]
-        return item
-
-    def _choice(self, value: Any) -> Any:
-        assert self.choices is not None  # only a validator where there are choices (annotation)
-        if value not in self.choices:
-            raise ValueError(f"not one of {self.choices}")
-        return value
+        """The pydantic type of this parameter (:meth:`source_type`, as the generated class declares it, but not
+        null for a ``legacy: null`` alone): strict scalars, ranges, choices, list length, null."""
+        return eval(self.source_type(legacy_null=False), dict(TYPES))  # noqa: S307 -- our own generated source
 
     @cached_property
-    def _adapter(self):
-        from pydantic import TypeAdapter
-
+    def _adapter(self) -> TypeAdapter:
         return TypeAdapter(self.annotation)
 
     def check(self, value: Any) -> Any:
@@ -133,7 +170,8 @@ class ParamSpec(_Strict):
             raise self._fail(value) from None
 
     def parse(self, text: str) -> Any:
-        """Parse a command-line string (``-p name=text``) into this parameter's type."""
+        """Parse a command-line string (``-p name=text``) into this parameter's type (its range and choices are
+        checked once, with every other parameter, when the run starts: :meth:`ExperimentSpec.resolve`)."""
         if self.nullable and text.strip().lower() in (*_NULL_WORDS, ""):
             return None
         base = self.type.removeprefix("list[").removesuffix("]")
@@ -155,7 +193,7 @@ class ParamSpec(_Strict):
                     out.append(item)
             except ValueError:
                 raise self._fail(text) from None
-        return self.check(out if self.type.startswith("list[") else out[0])
+        return out if self.type.startswith("list[") else out[0]
 
 
 # ------------------------------------------------------------------ the file's own schema
@@ -170,11 +208,9 @@ class ProfileDecl(_Strict):
 
 
 class GroupDecl(_Strict):
-    """One entry of ``groups:``: the parameters named ``<group>_<field>`` read as ``p.<group>.<field>``; ``own``
-    names the field of the parameter called just ``<group>`` (``emulate`` -> ``p.emulate.hardware``)."""
+    """One entry of ``groups:``: what the parameters named ``<group>.<field>`` are for."""
 
     help: str = ""
-    own: str | None = None
 
 
 class ToDecide(_Strict):
@@ -226,7 +262,8 @@ class Profile:
 
 @dataclass(frozen=True)
 class ExperimentSpec:
-    """An experiment's schema, profiles and metadata, read from its YAML file."""
+    """An experiment's schema, profiles and metadata, read from its YAML file. Parameter names are dotted where
+    they belong to a group (``emulate.hardware``); a profile's values are ``name -> value`` in those names."""
 
     name: str
     title: str
@@ -241,15 +278,17 @@ class ExperimentSpec:
     to_decide: ToDecide | None = field(default=None, repr=False)
 
     @cached_property
-    def layout(self) -> dict[str, tuple[str | None, str]]:
-        """Each parameter's place in the typed parameters: ``name -> (group or None, field)``."""
-        return layout(self.params, self.groups)
-
-    @cached_property
-    def model(self) -> type[BaseModel]:
-        """The experiment's parameters as a pydantic model: one typed field per declared parameter."""
-        fields: dict[str, Any] = {name: (p.annotation, ...) for name, p in self.params.items()}
-        return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
+    def model(self) -> Any:
+        """The experiment's parameters class, generated from this file (``experiments/<name>/paramtypes.py``)."""
+        module = self.module.rsplit(".", 1)[0] + ".paramtypes"
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:  # the file is there and fails to import: not a missing file
+                raise
+            raise ParameterError(f"experiment '{self.name}': no {module.replace('.', '/')}.py; generate it with "
+                                 "`python -m repro.core.paramtypes`") from None
+        return getattr(found, "".join(w.capitalize() for w in self.name.split("_")) + "Params")
 
     def profile(self, name: str) -> Profile:
         if name not in self.profiles:
@@ -268,62 +307,91 @@ class ExperimentSpec:
                     f"valid: {', '.join(sorted(self.params))}"
                 )
 
-    def validate(self, values: Mapping[str, Any]) -> dict:
-        """Every parameter's value checked by :attr:`model`; the first error as a one-line :class:`ParameterError`."""
-        self.check_names(values)
+    @cached_property
+    def flat_names(self) -> dict[str, str]:
+        """``flat name -> dotted name`` of every grouped parameter, as runs stored before the nesting named them."""
+        return {(p.alias or name.replace(".", "_")): name for name, p in self.params.items() if "." in name}
+
+    def dotted(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The one adapter to the dotted names: a nested mapping (``{"emulate": {"models": [...]}}``, the wire
+        format), dotted keys (``emulate.models``, ``-p``), or the flat names of runs stored before parameters were
+        nested (``emulate_models``; ``emulate`` for ``emulate.hardware``), each read as ``name -> value``."""
+        out: dict[str, Any] = {}
+        for key, value in values.items():
+            if key in self.groups and isinstance(value, Mapping):
+                out.update({f"{key}.{f}": v for f, v in value.items()})
+            else:
+                out[self.flat_names.get(key, key)] = value
+        return out
+
+    def validate(self, values: Mapping[str, Any]) -> Any:
+        """Every parameter's value (nested, dotted or flat: :meth:`dotted`) checked once by :attr:`model`; the first
+        error as a one-line :class:`ParameterError` naming the parameter (``emulate.repeats``)."""
+        flat = self.dotted(values)
+        self.check_names(flat)
         try:
-            return self.model.model_validate(dict(values)).model_dump()
+            return self.model.model_validate(nest(flat))
         except ValidationError as err:
             first = err.errors()[0]
-            name = str(first["loc"][0]) if first["loc"] else ""
+            name = ".".join(str(p) for p in first["loc"][:2] if isinstance(p, str))
             if first["type"] == "missing":
                 raise ParameterError(f"parameter '{name}': no value (profile.yaml gives it no default)") from None
             if name in self.params:
-                raise self.params[name]._fail(values[name]) from None
+                raise self.params[name]._fail(flat[name]) from None
             raise ParameterError(one_line(err, f"experiment '{self.name}'")) from None
 
-    def resolve(self, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> dict:
-        """Profile values with overrides applied, every value validated."""
+    def resolve(self, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> Any:
+        """The experiment's parameters: the profile's values with ``overrides`` (nested or dotted) applied, validated
+        once."""
         prof = self.profile(profile or self.default_profile)
-        overrides = dict(overrides or {})
-        self.check_names(overrides)
-        return self.validate({**prof.values, **overrides})
+        return self.validate({**prof.values, **self.dotted(overrides or {})})
 
     def parse_overrides(self, pairs: list[str]) -> dict:
-        """``['epochs=3', 'seeds=1,2']`` -> ``{'epochs': 3, 'seeds': [1, 2]}``, validated."""
+        """``['epochs=3', 'emulate.workers=1,2']`` -> ``{'epochs': 3, 'emulate.workers': [1, 2]}``: names checked,
+        values parsed by type (validated with the rest when the run starts)."""
         out = {}
         for pair in pairs:
             if "=" not in pair:
                 raise ParameterError(f"override '{pair}' must look like name=value")
             key, text = pair.split("=", 1)
-            key = key.strip()
+            key = self.flat_names.get(key.strip(), key.strip())
             self.check_names([key])
             out[key] = self.params[key].parse(text)
         return out
 
+    def stored(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A stored run's parameters in dotted names (:meth:`dotted`), a parameter it lacks (made before it
+        existed) with its declared ``legacy:`` value; without one, one line saying which."""
+        out = self.dotted(values)
+        for name, decl in self.params.items():
+            if name not in out and decl.has_legacy:
+                out[name] = decl.legacy
+            elif name not in out:
+                raise ParameterError(f"{self.name}: parameter '{name}' missing (a run made before it existed?) and "
+                                     "profile.yaml declares no 'legacy:' value for it")
+        return out
 
-def layout(params: Mapping[str, ParamSpec], groups: Mapping[str, GroupDecl]) -> dict[str, tuple[str | None, str]]:
-    """``name -> (group, field)``: ``<group>_<field>`` in its group (the longest group that prefixes it), the
-    parameter called just ``<group>`` as the group's ``own`` field, any other at the top (group ``None``).
-    A group without members, or one named like a parameter but without ``own``, is an error."""
-    out: dict[str, tuple[str | None, str]] = {}
-    for name in params:
-        if name in groups:
-            own = groups[name].own
-            if own is None:
-                raise ParameterError(f"group '{name}' is also a parameter: give the group an 'own' field name")
-            out[name] = (name, own)
-            continue
-        prefix = max((g for g in groups if name.startswith(g + "_")), key=len, default=None)
-        out[name] = (prefix, name[len(prefix) + 1:]) if prefix else (None, name)
-    for group, decl in groups.items():
-        fields = [f for g, f in out.values() if g == group]
-        if not fields or (decl.own is not None and group not in params):
-            raise ParameterError(f"group '{group}' has no parameter '{group}_<field>'"
-                                 + (f" or '{group}' (its own field {decl.own!r})" if decl.own else ""))
-        if len(set(fields)) != len(fields):
-            raise ParameterError(f"group '{group}': two parameters map to one field")
+
+def nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"emulate.models": m, "ps": 1}`` -> ``{"emulate": {"models": m}, "ps": 1}``: the nested wire format."""
+    out: dict[str, Any] = {}
+    for key, value in dotted.items():
+        group, _, name = key.rpartition(".")
+        (out.setdefault(group, {}) if group else out)[name] = value
     return out
+
+
+def check_groups(params: Mapping[str, ParamSpec], groups: Mapping[str, GroupDecl]) -> None:
+    """Every dotted parameter in a declared group, every group with a parameter, no parameter named like a group."""
+    for name in params:
+        group = name.rpartition(".")[0]
+        if name in groups:
+            raise ParameterError(f"parameter '{name}' is named like a group: name it '{name}.<field>'")
+        if group and group not in groups:
+            raise ParameterError(f"parameter '{name}': no group '{group}' under groups:")
+    for group in groups:
+        if not any(n.startswith(group + ".") for n in params):
+            raise ParameterError(f"group '{group}' has no parameter '{group}.<field>'")
 
 
 def format_value(value: Any) -> str:
@@ -351,26 +419,29 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
                           params=params, profiles={}, defaults=dict(doc.defaults), groups=dict(doc.groups),
                           to_decide=doc.to_decide)
     try:
-        spec.layout
+        check_groups(params, doc.groups)
     except ParameterError as err:
         raise ParameterError(f"{where}: groups: {err}") from None
     spec.check_names(doc.defaults, f"{where}: defaults: ")
+    defaults = {}
     for pname, value in doc.defaults.items():
         try:
-            params[pname].check(value)
+            defaults[pname] = params[pname].check(value)
         except ParameterError as err:
             raise ParameterError(f"{where}: defaults: {err}") from None
     for pname, prof in doc.profiles.items():
         spec.check_names(prof.values, f"{where}: profile {pname}: ")
-        values = {**doc.defaults, **prof.values}
-        missing = [p for p in params if p not in values]
+        missing = [p for p in params if p not in {**defaults, **prof.values}]
         if missing:
             raise ParameterError(f"{where}: profile {pname}: no value for {', '.join(missing)} (give it in defaults)")
-        try:
-            checked = spec.validate(values)
-        except ParameterError as err:
-            raise ParameterError(f"{where}: profile {pname}: {err}") from None
-        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, checked, dict(prof.values))
+        values = dict(defaults)
+        for value_name, value in prof.values.items():
+            try:
+                values[value_name] = params[value_name].check(value)
+            except ParameterError as err:
+                raise ParameterError(f"{where}: profile {pname}: {err}") from None
+        values = {p: values[p] for p in params}  # in the order of the declarations
+        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, values, dict(prof.values))
     if spec.default_profile not in spec.profiles:
         raise ParameterError(f"{where}: default_profile {spec.default_profile!r} is not one of "
                              f"{', '.join(spec.profiles)}")
@@ -403,6 +474,6 @@ def spec(experiment: str) -> ExperimentSpec:
     return exps[experiment]
 
 
-def resolve(experiment: str, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> dict:
+def resolve(experiment: str, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> Any:
     """Shortcut for ``spec(experiment).resolve(profile, overrides)``."""
     return spec(experiment).resolve(profile, overrides)

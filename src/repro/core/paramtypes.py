@@ -1,16 +1,17 @@
-"""Each experiment's parameters as a typed, frozen object the type checker reads, generated from its ``profile.yaml``.
+"""Each experiment's parameters as one nested, frozen pydantic model, generated from its ``profile.yaml``.
 
-``profile.yaml`` stays the one schema (types, ranges, choices, help, groups; :mod:`repro.core.params` validates
-against it at run time). This module writes ``experiments/<name>/paramtypes.py`` from it: one :class:`Params`
-subclass whose fields are the declared parameters with their types (a choice of strings as a ``Literal``, a
-nullable one as ``| None``), and one class per group of ``groups:`` (``sweep_models`` is ``p.sweep.models``;
-the parameter named like a group is the group's ``own`` field: ``emulate`` is ``p.emulate.hardware``). The
-experiments receive an instance (:func:`typed`), so mypy (``make test``) rejects ``p.epoch`` for ``p.epochs``
-or a wrong type before anything runs, and at run time a misspelt field is an ``AttributeError``.
+``profile.yaml`` stays the one schema (types, ranges, choices, help, groups). This module writes
+``experiments/<name>/paramtypes.py`` from it: one :class:`Params` subclass whose fields are the declared parameters
+with their types and constraints (``Annotated[Int, Field(ge=1)]``, a choice of strings as a ``Literal``, a nullable
+one as ``| None``), and one class per group of ``groups:`` (``emulate.models`` is ``p.emulate.models``). The class
+validates: :meth:`repro.core.params.ExperimentSpec.resolve` checks a run's parameters once, when it starts, and the
+experiments, their judges and their chapters receive the instance; mypy (``make test``) rejects ``p.epoch`` for
+``p.epochs`` before anything runs, and at run time a misspelt field is an ``AttributeError``.
 
-The flat names stay the wire format: ``-p sweep_models=...``, papermill's parameters, ``provenance.json``
-(:meth:`Params.flat`). A stored run made before a parameter existed reads as having had the value its
-``legacy:`` declares; without one it cannot be read as typed parameters (one line says which).
+Its nested dump (``p.model_dump()``) is the wire format: papermill's parameters, ``provenance.json``; on the command
+line the same names dotted (``-p emulate.models=...``). A changed copy is ``p.model_copy(update=...)`` on the nested
+objects. A stored run is read by :func:`load` (flat names of runs stored before the nesting, and the ``legacy:``
+value of a parameter a run predates, through the one adapter :meth:`~repro.core.params.ExperimentSpec.stored`).
 
 ``python -m repro.core.paramtypes`` rewrites the files; ``tests/unit/test_paramtypes.py`` fails while one is
 out of date with its ``profile.yaml``.
@@ -18,108 +19,56 @@ out of date with its ``profile.yaml``.
 
 from __future__ import annotations
 
-import importlib
+import re
 import sys
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
-from pydantic import BaseModel, ConfigDict, create_model
-from typing_extensions import Self  # typing's from Python 3.11; pydantic depends on typing_extensions
+from pydantic import BaseModel, ConfigDict
 
 from repro.core import params as _params
 
 
 class Group(BaseModel):
-    """One group of an experiment's parameters (``p.emulate``): frozen, one attribute per parameter."""
+    """One group of an experiment's parameters (``p.emulate``): frozen, one validated attribute per parameter."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Params(Group):
-    """An experiment's parameters: frozen, one attribute per parameter (or group). Built from flat, already
-    validated values by :meth:`of`; :meth:`flat` gives them back as ``provenance.json`` keeps them."""
+    """An experiment's parameters: frozen, one validated attribute per parameter (or group)."""
 
     EXPERIMENT: ClassVar[str] = ""  # the experiment whose profile.yaml this is generated from
 
-    @classmethod
-    def of(cls, flat: Mapping[str, Any], *, partial: bool = False) -> Self:
-        """The typed parameters of flat values (not validated again: :func:`typed` validates first). A
-        parameter missing takes its declared ``legacy`` value; without one it is an error, unless ``partial``
-        (tests that judge with a few parameters): it is then absent, and reading it an ``AttributeError``."""
-        spec = _params.spec(cls.EXPERIMENT)
-        values = dict(flat)
-        for name, decl in spec.params.items():
-            if name not in values and decl.has_legacy:
-                values[name] = decl.legacy
-            elif name not in values and not partial:
-                raise _params.ParameterError(
-                    f"{cls.EXPERIMENT}: parameter '{name}' missing (a run made before it existed?) and "
-                    "profile.yaml declares no 'legacy:' value for it")
-        top: dict[str, Any] = {}
-        groups: dict[str, dict[str, Any]] = {}
-        for name, (group, field) in spec.layout.items():
-            if name in values:
-                (groups.setdefault(group, {}) if group else top)[field] = values[name]
-        for group, fields in groups.items():
-            top[group] = cls.model_fields[group].annotation.model_construct(**fields)  # type: ignore[union-attr]
-        return cls.model_construct(**top)
-
-    def flat(self) -> dict[str, Any]:
-        """The flat ``name -> value`` of every parameter set (the names of ``profile.yaml`` and ``-p``)."""
-        out = {}
-        for name, (group, field) in _params.spec(self.EXPERIMENT).layout.items():
-            holder = self.__dict__.get(group) if group else self
-            if holder is not None and field in holder.__dict__:
-                out[name] = holder.__dict__[field]
-        return out
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with some parameters changed, by their flat names, each value checked against its schema."""
-        spec = _params.spec(self.EXPERIMENT)
-        spec.check_names(changes)
-        return self.of({**self.flat(), **{k: spec.params[k].check(v) for k, v in changes.items()}},
-                       partial=True)
-
 
 def params_class(experiment: str) -> type[Params]:
-    """The generated class of ``experiment`` (``<package>/paramtypes.py``), or one built the same way where
-    the folder has none (an experiment outside the package, as in the harness's tests)."""
-    name = _params.spec(experiment).module.rsplit(".", 1)[0] + ".paramtypes"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        if err.name != name:  # the file is there and fails to import: not a missing file
-            raise
-        return _built(experiment)
-    return getattr(module, class_name(experiment))
-
-
-def _built(experiment: str) -> type[Params]:
-    spec = _params.spec(experiment)
-    top: dict[str, Any] = {}
-    groups: dict[str, dict[str, Any]] = {}
-    for group, field in spec.layout.values():
-        (groups.setdefault(group, {}) if group else top)[field] = (Any, ...)
-    for group, fields in groups.items():
-        top[group] = (create_model(f"{class_name(experiment)}_{group}", __base__=Group, **fields), ...)
-    cls: type[Params] = create_model(class_name(experiment), __base__=Params, **top)
-    cls.EXPERIMENT = experiment
+    """The generated class of ``experiment`` (``<package>/paramtypes.py``)."""
+    cls: type[Params] = _params.spec(experiment).model
     return cls
 
 
-def typed(experiment: str, values: Mapping[str, Any]) -> Params:
-    """Validated flat values (:meth:`~repro.core.params.ExperimentSpec.validate`) as typed parameters."""
-    return params_class(experiment).of(_params.spec(experiment).validate(values))
+def load(experiment: str, values: Mapping[str, Any]) -> Any:
+    """A stored run's parameters (``provenance.json``: nested, or flat where stored before the nesting; a
+    parameter the run predates at its ``legacy:`` value), as the experiment's class. Not validated again: they
+    were when the run started, under the schema of its day (a ``legacy:`` value may lie outside today's)."""
+    return partial(experiment, _params.spec(experiment).stored(values))
 
 
-def partial(experiment: str, flat: Mapping[str, Any]) -> Any:
-    """Some of an experiment's parameters, typed and not validated (a test that judges with a few of them):
-    a parameter not given is absent, and reading it an ``AttributeError`` naming it."""
-    return params_class(experiment).of(flat, partial=True)
+def partial(experiment: str, values: Mapping[str, Any]) -> Any:
+    """Some of an experiment's parameters (nested, dotted or flat), not validated (a test that judges with a few of
+    them): a parameter not given is at its ``legacy:`` value where it declares one, else absent, and reading it an
+    ``AttributeError`` naming it."""
+    spec = _params.spec(experiment)
+    cls = params_class(experiment)
+    legacy = {name: decl.legacy for name, decl in spec.params.items() if decl.has_legacy}
+    top: dict[str, Any] = {}
+    for key, value in _params.nest({**legacy, **spec.dotted(values)}).items():
+        group = cls.model_fields[key].annotation if key in spec.groups else None
+        top[key] = group.model_construct(**value) if isinstance(group, type) and issubclass(group, Group) else value
+    return cls.model_construct(**top)
 
 
 HEADER = '"""Generated from profile.yaml by ``python -m repro.core.paramtypes``: do not edit by hand."""\n'
-_PY = {"int": "int", "float": "float", "str": "str", "bool": "bool"}
 
 
 def class_name(experiment: str) -> str:
@@ -127,44 +76,33 @@ def class_name(experiment: str) -> str:
     return "".join(w.capitalize() for w in experiment.split("_")) + "Params"
 
 
-def annotation(spec: _params.ParamSpec) -> str:
-    """One parameter's type as Python source: ``int``, ``list[float]``, ``Literal['fit', 'fused']``, ``... | None``."""
-    base = spec.type.removeprefix("list[").removesuffix("]")
-    text = _PY[base]
-    if spec.choices is not None and base == "str" and not spec.type.startswith("list["):
-        text = "Literal[" + ", ".join(repr(c) for c in spec.choices) + "]"
-    if spec.type.startswith("list["):
-        text = f"list[{text}]"
-    return f"{text} | None" if spec.nullable else text
-
-
-def _type(p: _params.ParamSpec) -> str:
-    """A field's type: the parameter's, and ``| None`` where a run older than it reads as ``legacy: null``."""
-    text = annotation(p)
-    return text + " | None" if p.has_legacy and p.legacy is None and not p.nullable else text
-
-
 def source(spec: _params.ExperimentSpec) -> str:
     """The ``paramtypes.py`` of one experiment: a class per group, then the experiment's class."""
     top: list[str] = []
     groups: dict[str, list[str]] = {}
-    for name, (group, field) in spec.layout.items():
-        line = f"    {field}: {_type(spec.params[name])}"
-        if group is None:
+    stem = class_name(spec.name)[:-6]
+    for name, decl in spec.params.items():
+        group, _, field = name.rpartition(".")
+        line = f"    {field}: {decl.source_type()}"
+        if not group:
             top.append(line)
         elif group not in groups:
             groups[group] = [line]
-            top.append(f"    {group}: {class_name(spec.name)[:-6]}{class_name(group)[:-6]}")
+            top.append(f"    {group}: {stem}{class_name(group)[:-6]}")
         else:
             groups[group].append(line)
     body = ""
     for group, lines in groups.items():
-        what = spec.groups[group].help or f"{group}_*"
-        body += (f"class {class_name(spec.name)[:-6]}{class_name(group)[:-6]}(Group):\n"
-                 f'    """{spec.name}: {what} (the parameters {group}_*)."""\n\n' + "\n".join(lines) + "\n\n\n")
-    names = "ClassVar, Literal" if "Literal[" in "".join(top) + body else "ClassVar"
-    head = [HEADER, "from __future__ import annotations", "", f"from typing import {names}", "",
-            f"from repro.core.paramtypes import {'Group, Params' if groups else 'Params'}", "", "", ""]
+        what = spec.groups[group].help or f"{group}.*"
+        body += (f"class {stem}{class_name(group)[:-6]}(Group):\n"
+                 f'    """{spec.name}: {what} (the parameters {group}.*)."""\n\n' + "\n".join(lines) + "\n\n\n")
+    text = "".join(top) + body
+    typing = ", ".join(n for n in ("Annotated", "ClassVar", "Literal") if n == "ClassVar" or f"{n}[" in text)
+    names = ", ".join(n for n in ("NULL", "Bool", "Float", "Int", "Str", "one_of") if re.search(rf"\b{n}\b", text))
+    head = [HEADER, "from __future__ import annotations", "", f"from typing import {typing}", ""]
+    head += ["from pydantic import Field", ""] if "Field(" in text else []
+    head += ([f"from repro.core.params import {names}"] if names else [])
+    head += [f"from repro.core.paramtypes import {'Group, Params' if groups else 'Params'}", "", "", ""]
     cls = [f"class {class_name(spec.name)}(Params):",
            f'    """The parameters of {spec.name} (experiments/{spec.name}/profile.yaml)."""', "",
            f"    EXPERIMENT: ClassVar[str] = {spec.name!r}", ""]

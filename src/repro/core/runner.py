@@ -94,14 +94,17 @@ def relative_paths(notebook: Path) -> None:
 
 
 def overrides_of(record: dict) -> dict:
-    """The parameters a run was given on top of its profile (``-p epochs=3``), as validated, for the rendered
-    notebook's parameters cell, so that the chapter shows how the run was made: the run's record of them
-    (``overrides``), else the names its recorded command line gave with ``-p`` (runs older than the record)."""
+    """The parameters a run was given on top of its profile (``-p epochs=3``), as validated, nested like the
+    parameters, for the rendered notebook's parameters cell, so that the chapter shows how the run was made: the
+    run's record of them (``overrides``), else the names its recorded command line gave with ``-p`` (runs older
+    than the record); flat names of runs stored before the nesting read through the one adapter."""
+    spec = _params.spec(record["experiment"])
     if isinstance(record.get("overrides"), dict):
-        return dict(record["overrides"])
-    words, ran = str(record.get("command") or "").split(), record.get("parameters") or {}
-    named = [w.split("=", 1)[0] for flag, w in zip(words, words[1:]) if flag in ("-p", "--param") and "=" in w]
-    return {k: ran[k] for k in named if k in ran}
+        return _params.nest(spec.dotted(record["overrides"]))
+    words, ran = str(record.get("command") or "").split(), spec.dotted(record.get("parameters") or {})
+    named = spec.dotted({w.split("=", 1)[0]: None for flag, w in zip(words, words[1:])
+                         if flag in ("-p", "--param") and "=" in w})
+    return _params.nest({k: ran[k] for k in named if k in ran})
 
 
 def _papermill(run_dir: Path, log_output: bool) -> None:

@@ -246,7 +246,17 @@ def load_for(name: str, models) -> Profile:
     return prof
 
 
-def check_param(name: str | None, models, parameter: str = "emulate") -> None:
+def emulated(name: str | None, parameter: str = "emulate.hardware") -> str:
+    """The hardware profile an emulated grid runs on (an experiment's ``emulate.hardware``); one line naming the
+    parameter where it is null. The one definition for every experiment that emulates."""
+    from repro.core.params import ParameterError
+
+    if name is None:
+        raise ParameterError(f"parameter '{parameter}': null, so there is no emulated grid to run")
+    return name
+
+
+def check_param(name: str | None, models, parameter: str = "emulate.hardware") -> None:
     """A parameter naming a hardware profile (or null): one line naming the parameter and the valid names."""
     from repro.core.params import ParameterError
 

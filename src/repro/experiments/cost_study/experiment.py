@@ -168,7 +168,7 @@ def device_record(cores: list[int], gpu: dict) -> dict:
                               "environment": {str(k): training.thread_env(k) for k in cores}}}
 
 
-class CostStudy(harness.Experiment):
+class CostStudy(harness.Experiment[CostStudyParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -209,10 +209,10 @@ class CostStudy(harness.Experiment):
         # whole: rows kept, not checkpoints, once the judge has run
         return harness.Output(tables, summary, discard=[resume.checkpoint_root(run.dir, p)])
 
-    def judge(self, result: Result) -> dict[str, claims.Measured]:
+    def judge(self, result: Result[CostStudyParams]) -> dict[str, claims.Measured]:
         return verdicts.measure_claims(result.tables, result.params, result.summary)
 
-    def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: Result[CostStudyParams], measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours``: the ledger's rows under the chapter's headers (rejudge rewrites it)."""
         return harness.Output({"paper_vs_ours": verdicts.paper_vs_ours(ledger)})
 
@@ -221,7 +221,7 @@ EXPERIMENT = CostStudy()
 run = harness.entry(EXPERIMENT)
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[CostStudyParams]) -> None:
     """Headline numbers for the chapter's prose."""
     from repro.book.report import glue
 

@@ -11,6 +11,7 @@ import pandas as pd
 from repro.book import plots
 from repro.core.harness import Result
 from repro.experiments.cost_study import sweep
+from repro.experiments.cost_study.paramtypes import CostStudyParams
 
 
 def load_samples(run_dir) -> pd.DataFrame:
@@ -23,7 +24,7 @@ def load_samples(run_dir) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["label", *sweep.SAMPLE_COLUMNS])
 
 
-def plot_time_vs_cores(result: Result):
+def plot_time_vs_cores(result: Result[CostStudyParams]):
     """Training time and measured total vs cores, mean with sd error bars, one panel per network."""
     import seaborn as sns
 
@@ -39,7 +40,7 @@ def plot_time_vs_cores(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_scaling(result: Result):
+def plot_scaling(result: Result[CostStudyParams]):
     """Speedup vs cores: measured points, the fitted Amdahl curve, extrapolated points (hollow)."""
     import matplotlib.pyplot as plt
 
@@ -69,7 +70,7 @@ def plot_scaling(result: Result):
     return plots.stamp(fig, result.provenance)
 
 
-def plot_resources(result: Result, rep: int = 1):
+def plot_resources(result: Result[CostStudyParams], rep: int = 1):
     """The sampler's time series (CPU %, RSS, disk read/write) of one repetition of every configuration."""
     import seaborn as sns
 
@@ -86,7 +87,7 @@ def plot_resources(result: Result, rep: int = 1):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_time_vs_cost(result: Result):
+def plot_time_vs_cost(result: Result[CostStudyParams]):
     """Billed cost against total time for every configuration and provider (hollow: extrapolation)."""
     import seaborn as sns
 
@@ -100,7 +101,7 @@ def plot_time_vs_cost(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_cost_vs_step(result: Result):
+def plot_cost_vs_step(result: Result[CostStudyParams]):
     """Cost vs cores of the reference provider's instances under different billing steps."""
     import seaborn as sns
 

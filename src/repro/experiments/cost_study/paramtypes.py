@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
+from pydantic import Field
+
+from repro.core.params import NULL, Bool, Float, Int, Str, one_of
 from repro.core.paramtypes import Group, Params
 
 
 class CostStudyMnist(Group):
-    """cost_study: the MNIST CNN's training (cloudcost2017: 12 epochs of 60,000 images) (the parameters mnist_*)."""
+    """cost_study: the MNIST CNN's training (cloudcost2017: 12 epochs of 60,000 images) (the parameters mnist.*)."""
 
     dataset: Literal['mnist', 'mnist_subset']
-    train_samples: int
-    test_samples: int
-    epochs: int
-    batch_size: int
-    target_accuracy: float
+    train_samples: Annotated[Int, Field(ge=0)]
+    test_samples: Annotated[Int, Field(ge=0)]
+    epochs: Annotated[Int, Field(ge=1, le=1000)]
+    batch_size: Annotated[Int, Field(ge=1, le=65536)]
+    target_accuracy: Annotated[Float, Field(ge=0.0, le=1.0)]
 
 
 class CostStudyCifar(Group):
-    """cost_study: the CIFAR-10 CNN's training (the parameters cifar_*)."""
+    """cost_study: the CIFAR-10 CNN's training (the parameters cifar.*)."""
 
     dataset: Literal['cifar10', 'fashion_mnist_rgb32', 'mnist_subset_rgb32']
-    train_samples: int
-    test_samples: int
-    epochs: int
-    batch_size: int
-    target_accuracy: float
+    train_samples: Annotated[Int, Field(ge=0)]
+    test_samples: Annotated[Int, Field(ge=0)]
+    epochs: Annotated[Int, Field(ge=1, le=1000)]
+    batch_size: Annotated[Int, Field(ge=1, le=65536)]
+    target_accuracy: Annotated[Float, Field(ge=0.0, le=1.0)]
 
 
 class CostStudyParams(Params):
@@ -34,18 +37,18 @@ class CostStudyParams(Params):
 
     EXPERIMENT: ClassVar[str] = 'cost_study'
 
-    networks: list[str]
+    networks: Annotated[list[Str], Field(min_length=1), one_of('mnist_cnn', 'cifar10_cnn')]
     mnist: CostStudyMnist
     cifar: CostStudyCifar
-    learning_rate: float
-    cores: list[int]
-    gpu_sweep: bool
-    repetitions: int
-    sample_interval_s: float
-    child_timeout_s: float
-    extrapolate_cores: list[int]
-    billing_steps_s: list[float]
-    reference_provider: str
-    price_table: str | None
-    seed: int
-    resume: bool
+    learning_rate: Annotated[Float, Field(ge=1e-07, le=10.0)]
+    cores: Annotated[list[Annotated[Int, Field(ge=0)]], Field(min_length=1)]
+    gpu_sweep: Bool
+    repetitions: Annotated[Int, Field(ge=1, le=1000)]
+    sample_interval_s: Annotated[Float, Field(ge=0.05, le=60.0)]
+    child_timeout_s: Annotated[Float, Field(ge=10.0)]
+    extrapolate_cores: Annotated[list[Annotated[Int, Field(ge=1, le=1024)]], Field(min_length=1)]
+    billing_steps_s: Annotated[list[Annotated[Float, Field(ge=1.0)]], Field(min_length=1)]
+    reference_provider: Str
+    price_table: Annotated[Str | None, NULL]
+    seed: Annotated[Int, Field(ge=0)]
+    resume: Bool

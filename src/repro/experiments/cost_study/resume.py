@@ -25,7 +25,7 @@ FILES = ("samples", "logs")  # the run directory's per-child folders, kept besid
 
 def checkpoint_root(run_dir: Path, p: CostStudyParams) -> Path:
     """Where this parameter set's finished children are kept (shared by reruns of the same parameters)."""
-    key = {k: v for k, v in p.flat().items() if k != "resume"}
+    key = p.model_dump(exclude={"resume"})
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return Path(run_dir).parent / ".checkpoints" / digest
 

@@ -142,7 +142,7 @@ def rate_bits(rate: str) -> float:
     try:
         return hardware.rate_bits(rate)
     except ClusterError:
-        raise ParameterError(f"parameter 'sweep_bandwidths': {rate!r} is not a tc rate (e.g. 100mbit, 1gbit)") from None
+        raise ParameterError(f"parameter 'sweep.bandwidths': {rate!r} is not a tc rate (e.g. 100mbit, 1gbit)") from None
 
 
 def analytic_bytes(method: str, workers: int, model_bytes: float) -> float:

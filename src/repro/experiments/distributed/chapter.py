@@ -9,9 +9,10 @@ from repro.book.plots import style
 from repro.core import paper
 from repro.core.harness import Result
 from repro.experiments.distributed.common import LABELS, METHODS, PAPER
+from repro.experiments.distributed.paramtypes import DistributedParams
 
 
-def throughput_table(result: Result) -> pd.DataFrame:
+def throughput_table(result: Result[DistributedParams]) -> pd.DataFrame:
     df = result["throughput"]
     cols = ["method", "workers", "model", "image_size", "steps_total", "images_per_sec_mean", "images_per_sec_stderr",
             "total_images_per_sec", "updates", "all_updates", "optimizer_iterations", "replicas_identical"]
@@ -23,7 +24,7 @@ def _wrap(df: pd.DataFrame) -> int | None:
     return 3 if df["model"].nunique() > 3 else None
 
 
-def plot_throughput(result: Result, table: str = "throughput"):
+def plot_throughput(result: Result[DistributedParams], table: str = "throughput"):
     """The paper's Figures 9-11 for our runs: total images/sec vs processes, one panel per model
     (``table="emulated_throughput"``: the emulated cluster)."""
     import seaborn as sns
@@ -36,7 +37,7 @@ def plot_throughput(result: Result, table: str = "throughput"):
     return grid
 
 
-def plot_efficiency(result: Result, table: str = "scaling"):
+def plot_efficiency(result: Result[DistributedParams], table: str = "scaling"):
     """The paper's Figures 12-14: scaling efficiency (1 = ideal linear scaling; ``table`` as
     :func:`plot_throughput`)."""
     import seaborn as sns
@@ -51,7 +52,7 @@ def plot_efficiency(result: Result, table: str = "scaling"):
     return grid
 
 
-def plot_bandwidth(result: Result):
+def plot_bandwidth(result: Result[DistributedParams]):
     """Bandwidth sweep: measured images/sec (points) and min(loopback, link bound) (lines) vs link rate."""
     import seaborn as sns
 
@@ -70,7 +71,7 @@ def plot_bandwidth(result: Result):
     return grid
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[DistributedParams]) -> None:
     """Headline numbers for the chapter's prose."""
     glue = report.glue
     p = result.params
@@ -118,7 +119,7 @@ def verdict_counts(findings: pd.DataFrame) -> str:
 NOT_EMULATED = "not run in this profile (emulate = none)"
 
 
-def _glue_emulated(result: Result) -> None:
+def _glue_emulated(result: Result[DistributedParams]) -> None:
     """The emulated grid's numbers, as text (a profile without it glues :data:`NOT_EMULATED`)."""
     from repro.predict import hardware
 
@@ -168,7 +169,7 @@ def limits_text(lim) -> str:
             f"for one warm-up and one timed step, while the PS link needs {ps.max():g} at any N")
 
 
-def model_tables(result: Result) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def model_tables(result: Result[DistributedParams]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """The analytic model (:mod:`repro.predict.perfmodel`): its validation against the emulated grid, and what
     it predicts at the paper's process counts for the grid's models on the cluster's real topology (the
     emulated profile's ``topology_profile``: the model rows' table), beside the emulated profile's model
@@ -238,7 +239,7 @@ def glue_measured() -> None:
                 "points with N > 1")
 
 
-def glue_model(result: Result) -> None:
+def glue_model(result: Result[DistributedParams]) -> None:
     """The model's validation error and its Horovod / sync PS ratios at 10 processes, as text."""
     tables = model_tables(result)
     if tables is None:

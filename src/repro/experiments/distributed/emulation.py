@@ -12,7 +12,7 @@ divided by it. Horovod runs there too (each node names its host by its own addre
 0.28 resolves for the Gloo device of its process sets); where it is not installed, its rows are not
 measured and the run says so.
 
-Tables: ``emulated_runs`` (every cluster run; ``emulate_repeats`` independent runs of the grid),
+Tables: ``emulated_runs`` (every cluster run; ``emulate.repeats`` independent runs of the grid),
 ``emulated_throughput`` (their mean, with ``runs`` and the spread), ``emulated_scaling``,
 ``emulated_ratios`` (as the real ones, from the means), ``emulated_dilation_check`` (with
 ``dilation_check``: each method's smallest multi-worker cluster again at a second dilation) and
@@ -41,13 +41,6 @@ CHECK_TOLERANCE = hardware.CHECK_TOLERANCE
 COPIES_WORKER, COPIES_PS, COPIES_CHIEF = 3, 2, 1  # weights, gradients, a message in flight; PS: weights + update
 
 
-def emulated(p: DistributedParams) -> str:
-    """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
-    if p.emulate.hardware is None:
-        raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
-    return p.emulate.hardware
-
-
 def check(p: DistributedParams) -> None:
     """One-line errors for an emulated configuration, before anything runs."""
     hardware.check_param(p.emulate.hardware, p.emulate.models)
@@ -55,10 +48,11 @@ def check(p: DistributedParams) -> None:
         return
     extra = [m for m in p.dilation_check.models if m not in p.emulate.models]
     if extra:
-        raise ParameterError(f"parameter 'dilation_check_models': {extra[0]} is not in emulate_models "
+        raise ParameterError(f"parameter 'dilation_check.models': {extra[0]} is not in emulate.models "
                              f"({', '.join(p.emulate.models)})")
     if max(p.emulate.workers) < 2:
-        raise ParameterError("parameter 'dilation_check': needs a cluster of two or more workers in emulate_workers")
+        raise ParameterError("parameter 'dilation_check.factor': needs a cluster of two or more workers in "
+                             "emulate.workers")
 
 
 def flows(method: str, n: int, ps: int) -> int:
@@ -97,7 +91,7 @@ def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, sizes = hardware.load(emulated(p)), _model_bytes(p, audit)
+    prof, sizes = hardware.load(hardware.emulated(p.emulate.hardware)), _model_bytes(p, audit)
     out = []
     for method in p.emulate.methods:
         for n in p.emulate.workers:
@@ -119,7 +113,7 @@ def check_plan(p: DistributedParams, todo: list[dict], cores: int | None = None)
     dilation x ``dilation_check`` (refused, like any dilation, where the cores could not carry it)."""
     if not p.dilation_check.factor:
         return []
-    link, out = hardware.load(emulated(p)).link, []
+    link, out = hardware.load(hardware.emulated(p.emulate.hardware)).link, []
     for method in p.emulate.methods:
         multi = [c for c in todo if c["method"] == method and c["workers"] > 1]
         if multi:
@@ -144,16 +138,16 @@ def _same_baseline(todo: list[dict]) -> list[dict]:
 
 
 def _models(p: DistributedParams) -> list[dict]:
-    q = p.replace(models=p.emulate.models, image_size=0)  # the paper's sizes
+    q = p.model_copy(update={"models": p.emulate.models, "image_size": 0})  # the paper's sizes
     return runs.model_specs(q)
 
 
 def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The emulated grid (see the module docstring); ``audit`` gives the models' sizes for the memory check."""
-    prof = hardware.load(emulated(p))
+    prof = hardware.load(hardware.emulated(p.emulate.hardware))
     todo = plan(p, audit)
     second = check_plan(p, todo)  # refuses, like plan, before any process starts
-    q = p.replace(steps=p.emulate.steps, warmup_steps=p.emulate.warmup_steps)
+    q = p.model_copy(update={"steps": p.emulate.steps, "warmup_steps": p.emulate.warmup_steps})
     models = _models(p)
     # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
     t_grad = {m["name"]: prof.t_grad(m["name"], p.batch_size, prof.batch) for m in models}
@@ -188,8 +182,8 @@ def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.Data
 
 def _dilation_check(run, p: DistributedParams, q: DistributedParams, todo: list[dict], models: list[dict],
                     t_grad: dict) -> pd.DataFrame:
-    """The clusters of :func:`check_plan`, run with ``dilation_check_models`` (their summary rows)."""
-    prof, rows = hardware.load(emulated(p)), []
+    """The clusters of :func:`check_plan`, run with ``dilation_check.models`` (their summary rows)."""
+    prof, rows = hardware.load(hardware.emulated(p.emulate.hardware)), []
     chosen = [m for m in models if m["name"] in p.dilation_check.models]
     with Progress(log, "dilation-check clusters", len(todo)) as progress:
         for c in todo:
@@ -231,7 +225,7 @@ def limits(p: DistributedParams, audit: pd.DataFrame, workers=LIMIT_WORKERS, cor
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, a = hardware.load(emulated(p)), audit.set_index("model")
+    prof, a = hardware.load(hardware.emulated(p.emulate.hardware)), audit.set_index("model")
     models = [m for m in a.index if m in prof.t_grad_s and pd.notna(a.loc[m, "ours_params_m"])]
     rows = []
     for method in ("ring", "ps_sync"):

@@ -24,7 +24,7 @@ method, workers, model), ``per_worker``, ``scaling`` (efficiency vs ideal linear
 to parameters and FLOPs of the Keras models), ``faults`` (one of two workers killed mid-run: async
 PS finishes, ring all-reduce stops; orphan processes counted), ``findings`` (the ledger's rows for
 the findings of digest §2), and ``bandwidth``: the bandwidth sweep, every sweep method at
-``sweep_workers`` workers on an emulated network per link rate (:class:`repro.cluster.Network`),
+``sweep.workers`` workers on an emulated network per link rate (:class:`repro.cluster.Network`),
 with the bytes each link carried in the timed window (the supervisor's 0.2 s samples) next to the
 analytic volumes (ring 2(N-1)/N M per worker, central PS N M per step) and images/sec next to
 min(loopback throughput, link bound). Each cluster run's logs stay under ``clusters/<method>-<N>/``.
@@ -110,7 +110,7 @@ def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFram
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 
-class Distributed(harness.Experiment):
+class Distributed(harness.Experiment[DistributedParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -150,10 +150,11 @@ class Distributed(harness.Experiment):
                    "workers_share_cores": verdicts.workers_share_cores(p, cores)}
         return harness.Output(tables, summary)
 
-    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+    def judge(self, result: harness.Result[DistributedParams]) -> dict[str, claims.Measured]:
         return verdicts.measurements(result.tables, result.summary, result.params, result.provenance)
 
-    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: harness.Result[DistributedParams], measured: dict,
+                      ledger: pd.DataFrame) -> harness.Output:
         """The chapter's findings and Table 1's verdict column: the ledger's rows (rejudge rewrites them)."""
         table1 = result.tables["table1"].assign(verdict=lambda t: verdicts.table1_verdicts(t, ledger))
         return harness.Output({"table1": table1, "findings": verdicts.findings_table(ledger)})

@@ -69,7 +69,7 @@ def check_sweep(p: DistributedParams) -> None:
         rate_bits(bw)
     missing = [m for m in p.sweep.models if m not in p.models]
     if missing:
-        raise ParameterError(f"parameter 'sweep_models': {missing[0]} is not among models {p.models}")
+        raise ParameterError(f"parameter 'sweep.models': {missing[0]} is not among models {p.models}")
 
 
 def _common(p: DistributedParams, models: list[dict]) -> dict:
@@ -204,14 +204,14 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
 
 
 def bandwidth_sweep(p: DistributedParams, base: Path, throughput: pd.DataFrame) -> pd.DataFrame:
-    """Every sweep method at ``sweep_workers`` workers on each emulated bandwidth (see the chapter)."""
+    """Every sweep method at ``sweep.workers`` workers on each emulated bandwidth (see the chapter)."""
     if p.sweep.bandwidths is None:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
     n = p.sweep.workers
     models = [m for m in model_specs(p) if m["name"] in p.sweep.models]
     at_n = throughput[throughput["workers"] == n]
     compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
-    q = p.replace(steps=p.sweep.steps, warmup_steps=1)
+    q = p.model_copy(update={"steps": p.sweep.steps, "warmup_steps": 1})
     rows: list[dict] = []
     with Progress(log, "bandwidth sweep clusters", len(p.sweep.bandwidths) * len(p.sweep.methods)) as progress:
         for bw in p.sweep.bandwidths:

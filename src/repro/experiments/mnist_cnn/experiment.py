@@ -82,7 +82,7 @@ def compare_with_paper(summary: dict, params: MnistCnnParams, dataset: dict, opt
     ])
 
 
-class MnistCnn(harness.Experiment):
+class MnistCnn(harness.Experiment[MnistCnnParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -108,12 +108,13 @@ class MnistCnn(harness.Experiment):
         summary["parameters"] = n_params
         return harness.Output({"history": histories[0], "repeats": repeats}, summary)
 
-    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+    def judge(self, result: harness.Result[MnistCnnParams]) -> dict[str, claims.Measured]:
         runs = len(result.tables["repeats"]) if "repeats" in result.tables else 1
         return {"accuracy_12ep": accuracy(result.summary, result.params, result.provenance["datasets"][0],
                                           trained_with(result.params), runs, result.provenance.get("device"))}
 
-    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: harness.Result[MnistCnnParams], measured: dict,
+                      ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours``: the claim's verdict and the protocol next to the paper's (rejudge rewrites it)."""
         runs = len(result.tables["repeats"]) if "repeats" in result.tables else 1
         return harness.Output({"paper_vs_ours": compare_with_paper(
@@ -135,11 +136,11 @@ EXPERIMENT = MnistCnn()
 run = harness.entry(EXPERIMENT)
 
 
-def plot_curves(result: Result):
+def plot_curves(result: Result[MnistCnnParams]):
     return plots.stamp(plots.training_curves(result["history"], title="MNIST CNN (cloudcost2017)"), result.provenance)
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[MnistCnnParams]) -> None:
     """Headline numbers for the chapter's prose."""
     from repro.book.report import glue
 

@@ -71,7 +71,7 @@ def _device(p: OptimizersParams) -> dict:
     return device
 
 
-class Optimizers(harness.Experiment):
+class Optimizers(harness.Experiment[OptimizersParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -105,12 +105,13 @@ class Optimizers(harness.Experiment):
         # every training run has finished: its results, not its checkpoints, are kept once the judge has run
         return harness.Output(tables, {"comparable": ok, "not_comparable_because": why}, discard=[ckpt])
 
-    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+    def judge(self, result: harness.Result[OptimizersParams]) -> dict[str, claims.Measured]:
         """From the summary table; a stored run's summary without the final test loss gets it from its history."""
         return measurements(with_final_loss(result.tables["summary"], result.tables.get("history")), result.params,
                             result.provenance["datasets"][0], result.provenance.get("device"))
 
-    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: harness.Result[OptimizersParams], measured: dict,
+                      ledger: pd.DataFrame) -> harness.Output:
         """``paper_vs_ours`` (the ledger's verdict per optimizer) and the conclusions tested on our data,
         derived with the claims' bands (rejudge rewrites them)."""
         summary = with_final_loss(result.tables["summary"], result.tables.get("history"))

@@ -26,7 +26,7 @@ def build_model(p: OptimizersParams, input_shape, num_classes: int, optimizer: s
 
 def checkpoint_root(run_dir: Path, p: OptimizersParams) -> Path:
     """Where this parameter set's per-epoch checkpoints live (shared by reruns of the same parameters)."""
-    key = {k: v for k, v in p.flat().items() if k != "resume"}
+    key = p.model_dump(exclude={"resume"})
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return Path(run_dir).parent / ".checkpoints" / digest
 

@@ -6,6 +6,7 @@ import pandas as pd
 
 from repro.book import plots
 from repro.core.harness import Result
+from repro.experiments.optimizers.paramtypes import OptimizersParams
 
 from .common import LABELS
 from .verdicts import comparable, with_final_loss
@@ -15,14 +16,14 @@ def _labelled(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(optimizer=df["optimizer"].map(LABELS))
 
 
-def plot_curves(result: Result):
+def plot_curves(result: Result[OptimizersParams]):
     """The paper's Figures 2-8: loss and accuracy per epoch, train and test, one row per optimizer."""
     hist = _labelled(result["history"].query("variant == 'shared'"))
     grid = plots.training_curves(hist, title="Shared hyperparameters (the paper's protocol)", col="optimizer")
     return plots.stamp(grid, result.provenance)
 
 
-def plot_overlay(result: Result):
+def plot_overlay(result: Result[OptimizersParams]):
     """Test accuracy of all seven optimizers on one axis (bands: spread over seeds)."""
     import seaborn as sns
 
@@ -34,7 +35,7 @@ def plot_overlay(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_sensitivity(result: Result):
+def plot_sensitivity(result: Result[OptimizersParams]):
     """Validation accuracy against learning rate, one line per optimizer (the tuning grid)."""
     import seaborn as sns
 
@@ -49,7 +50,7 @@ def plot_sensitivity(result: Result):
     return plots.stamp(ax, result.provenance)
 
 
-def summary_table(result: Result) -> pd.DataFrame:
+def summary_table(result: Result[OptimizersParams]) -> pd.DataFrame:
     """The final table of the chapter (both variants; the final test loss where the run's tables record it)."""
     s = _labelled(with_final_loss(result["summary"], result.tables.get("history")))
     loss = ["final_loss"] if "final_loss" in s else []
@@ -58,7 +59,7 @@ def summary_table(result: Result) -> pd.DataFrame:
     return s[cols]
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[OptimizersParams]) -> None:
     from repro.book.report import glue
 
     p, s = result.params, result["summary"]

@@ -36,7 +36,7 @@ def probe(out: Path, n_train: int | None = None, n_test: int | None = None, prof
 
     Path(out).write_text(json.dumps({"jax": jax.__version__, "backend": jax.default_backend(),
                                      "devices": [str(d) for d in jax.devices()]}, indent=1))
-    p = OptimizersParams.of(resolve("optimizers", profile, {}))  # a profile as this checkout defines it
+    p: OptimizersParams = resolve("optimizers", profile)  # a profile as this checkout defines it
     precision = training.set_matmul_precision(p.matmul_precision or "float32", training.device_summary())
     n_train, n_test = n_train or p.train_samples or 50_000, n_test or p.test_samples or 10_000
     rng = np.random.default_rng(0)

@@ -12,9 +12,9 @@ the smallest ``k >= 1`` whose transfers this machine's cores can carry).
 Checks of the emulation itself (``emulation_checks``): a lone transfer takes
 ``bytes / rate + t_latency`` (probe), and with next to no communication (:data:`NULL`) sync-join
 on the distributed server gives ``S = N``; ``dilation_check`` re-runs one cluster at a second
-factor. The replay (``replay_networks``): the distributed-server cluster with the most workers, for
-those networks and ``replay_modes``, again ``replay_repeats`` times at D = ``replay_batches`` (the
-thesis' 128), each time new processes (``replay_repeats``; 0: none): the runs behind the reported speedups. Tables:
+factor. The replay (``replay.networks``): the distributed-server cluster with the most workers, for
+those networks and ``replay.modes``, again ``replay.repeats`` times at D = ``replay.batches`` (the
+thesis' 128), each time new processes (``replay.repeats``; 0: none): the runs behind the reported speedups. Tables:
 ``emulated_probes``, ``emulated_runs``, ``emulated_vs_predicted``, ``emulated_errors``,
 ``emulation_checks``, ``dilation_check``, ``emulated_replay``.
 """
@@ -67,25 +67,19 @@ class Emulation:
         return out
 
 
-def emulated(p: SpeedupParams) -> str:
-    """The hardware profile the emulated grid runs on (one line if ``emulate`` is null)."""
-    if p.emulate.hardware is None:
-        raise ParameterError("parameter 'emulate': null, so there is no emulated grid to run")
-    return p.emulate.hardware
-
-
 def params_for(p: SpeedupParams) -> SpeedupParams:
     """The measuring parameters of the emulated grid (what :mod:`~repro.experiments.speedup.measure` reads)."""
-    link = hardware.load(emulated(p)).link
-    return p.replace(measure_networks=p.emulate.networks, measure_workers=p.emulate.workers,
-                     measure_servers=p.emulate.servers, measure_modes=p.emulate.modes,
-                     measure_batch=p.emulate.batch, measure_batches=p.emulate.batches,
-                     measure_image_size=p.input_size, measure_classes=p.num_classes,
-                     probe_links=[link], train_link=link)
+    link = hardware.load(hardware.emulated(p.emulate.hardware)).link
+    e = p.emulate
+    grid = p.measure.model_copy(update={"networks": e.networks, "workers": e.workers, "servers": e.servers,
+                                        "modes": e.modes, "batch": e.batch, "batches": e.batches,
+                                        "image_size": p.input_size, "classes": p.num_classes})
+    return p.model_copy(update={"measure": grid, "probe_links": [link], "train_link": link})
 
 
 def replay_params(q: SpeedupParams, p: SpeedupParams) -> SpeedupParams:  # the grid's, at the replay's batches
-    return q.replace(measure_batches=p.replay.batches, measure_modes=p.replay.modes)
+    return q.model_copy(update={"measure": q.measure.model_copy(update={"batches": p.replay.batches,
+                                                                          "modes": p.replay.modes})})
 
 
 def check(p: SpeedupParams) -> None:
@@ -98,8 +92,8 @@ def check(p: SpeedupParams) -> None:
     sm.check(params_for(p))
     if p.replay.repeats:
         if "distributed" not in p.emulate.servers or not set(p.replay.networks) <= set(p.emulate.networks):
-            raise ParameterError("parameter 'replay_networks': the replay re-runs the distributed-server cluster "
-                                 "of the emulated grid (emulate_servers needs distributed, emulate_networks these "
+            raise ParameterError("parameter 'replay.networks': the replay re-runs the distributed-server cluster "
+                                 "of the emulated grid (emulate.servers needs distributed, emulate.networks these "
                                  f"networks), got {p.replay.networks}")
         sm.check(replay_params(params_for(p), p))
 
@@ -201,7 +195,7 @@ def dilation_check(main: pd.DataFrame, again: pd.DataFrame, t_grad: dict, d: int
 
 
 def setup(p: SpeedupParams) -> Emulation:
-    prof = hardware.load(emulated(p))
+    prof = hardware.load(hardware.emulated(p.emulate.hardware))
     mean = float(np.mean([prof.t_grad(m) for m in p.emulate.networks]))
     return Emulation(profile=prof, cores=os.cpu_count() or 1, extra_t_grad={NULL: mean},
                      probe_dilation=max(1.0, p.dilation))
@@ -236,8 +230,8 @@ def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFr
 
 
 def replay(p: SpeedupParams, emu: Emulation, q: SpeedupParams, base, todo: list[dict]) -> pd.DataFrame:
-    """The distributed-server cluster with the most workers, for ``replay_networks`` in ``replay_modes``,
-    ``replay_repeats`` times at D = ``replay_batches``, each a new cluster at the grid's dilation for it;
+    """The distributed-server cluster with the most workers, for ``replay.networks`` in ``replay.modes``,
+    ``replay.repeats`` times at D = ``replay.batches``, each a new cluster at the grid's dilation for it;
     one row per run, with its speedup D t_grad / seconds."""
     n = max(p.emulate.workers)
     k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)

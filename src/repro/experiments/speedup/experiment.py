@@ -116,7 +116,7 @@ def summarise(grid: pd.DataFrame, p: SpeedupParams) -> dict:
     return out
 
 
-class Speedup(harness.Experiment):
+class Speedup(harness.Experiment[SpeedupParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -155,10 +155,10 @@ class Speedup(harness.Experiment):
             summary["emulated"] = _emulated_summary(tables)
         return harness.Output(tables, summary)
 
-    def judge(self, result: Result) -> dict[str, claims.Measured]:
+    def judge(self, result: Result[SpeedupParams]) -> dict[str, claims.Measured]:
         return statements.measurements(result.tables, result.params)
 
-    def verdict_views(self, result: Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: Result[SpeedupParams], measured: dict, ledger: pd.DataFrame) -> harness.Output:
         """The claims table, the thesis' measurements next to its predictions, and the claim counts:
         the ledger's verdicts (rejudge rewrites them)."""
         verdict = statements.verdicts(ledger)
@@ -173,7 +173,7 @@ EXPERIMENT = Speedup()
 run = harness.entry(EXPERIMENT)
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[SpeedupParams]) -> None:
     """Headline numbers for the chapter's prose."""
     s = result.summary
     glue("sp_batches", s["batches"])
@@ -233,7 +233,7 @@ def glue_numbers(result: Result) -> None:
 
 
 
-def emulated_reported(result: Result) -> pd.DataFrame:
+def emulated_reported(result: Result[SpeedupParams]) -> pd.DataFrame:
     """The thesis' measured speedups next to the emulated replay and both models (the chapter's table)."""
     return emulation.reported_table(result.tables, statements.thesis_claims(), claims.load(NAME))
 
@@ -241,7 +241,7 @@ def emulated_reported(result: Result) -> pd.DataFrame:
 NOT_EMULATED = "not run in this profile (emulate = none)"
 
 
-def _glue_emulated(result: Result) -> None:
+def _glue_emulated(result: Result[SpeedupParams]) -> None:
     """The emulated replay's numbers, as text (a profile without it glues :data:`NOT_EMULATED`)."""
     p, s = result.params, result.summary.get("emulated")
     keys = ("sp_emu_profile", "sp_emu_shape", "sp_emu_dilations", "sp_emu_checks", "sp_emu_check_max",
@@ -256,7 +256,7 @@ def _glue_emulated(result: Result) -> None:
         for key in keys:
             glue(key, NOT_EMULATED)
         return
-    prof = hardware.load(p.emulate.hardware)
+    prof = hardware.load(hardware.emulated(p.emulate.hardware))
     glue("sp_emu_profile", f"{prof.name} ({prof.description}; source: {prof.source})")
     glue("sp_emu_shape", f"{', '.join(p.emulate.networks)} at {p.input_size}x{p.input_size} px and "
          f"{p.num_classes} classes, B = {p.emulate.batch}, D = {p.emulate.batches}, "

@@ -186,10 +186,10 @@ def check(p: SpeedupParams) -> None:
     """One-line errors for a measuring configuration, before anything runs."""
     for n in p.measure.workers:
         if "sync-split" in p.measure.modes and p.measure.batch % n:
-            raise ParameterError(f"parameter 'measure_batch': sync-split needs it divisible by every worker count, "
+            raise ParameterError(f"parameter 'measure.batch': sync-split needs it divisible by every worker count, "
                                  f"{p.measure.batch} is not divisible by {n}")
         if p.measure.batches < n:
-            raise ParameterError(f"parameter 'measure_batches': D = {p.measure.batches} is smaller than "
+            raise ParameterError(f"parameter 'measure.batches': D = {p.measure.batches} is smaller than "
                                  f"{n} workers")
     if p.train_link not in p.probe_links:
         raise ParameterError(f"parameter 'train_link': {p.train_link!r} must be one of probe_links "

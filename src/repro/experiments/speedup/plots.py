@@ -6,9 +6,10 @@ import pandas as pd
 
 from repro.book import plots as book_plots
 from repro.core.harness import Result
+from repro.experiments.speedup.paramtypes import SpeedupParams
 
 
-def plot_predictions(result: Result, dpi: int | None = None):
+def plot_predictions(result: Result[SpeedupParams], dpi: int | None = None):
     """Predicted (mean-case) speedup vs workers: one facet per network, lines per mode and server."""
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator

@@ -5,11 +5,12 @@ from __future__ import annotations
 from repro.core import verdicts as V
 from repro.core.harness import Result
 from repro.experiments.staleness.async_sgd import MITIGATIONS
+from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.study import EQUIVALENCE_TOLERANCE
 from repro.experiments.staleness.summaries import paper_period
 
 
-def guide_markdown(result: Result) -> str:
+def guide_markdown(result: Result[StalenessParams]) -> str:
     """A short practical guide, each point derived from this run's numbers (markdown bullets)."""
     p, t = result.params, result.tables
     thr = p.acceptable_drop
@@ -64,7 +65,7 @@ def guide_markdown(result: Result) -> str:
     return "\n".join(out)
 
 
-def glue_numbers(result: Result) -> None:
+def glue_numbers(result: Result[StalenessParams]) -> None:
     """Headline numbers for the chapter's prose (names start with ``stale_``)."""
     from repro.book.report import glue
 

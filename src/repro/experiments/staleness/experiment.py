@@ -79,7 +79,7 @@ from repro.ml import training
 NAME = "staleness"
 
 
-class Staleness(harness.Experiment):
+class Staleness(harness.Experiment[StalenessParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
@@ -117,10 +117,11 @@ class Staleness(harness.Experiment):
                               "thread_staleness* come from a real multi-threaded run on this machine")
         return harness.Output(tables, summary)
 
-    def judge(self, result: harness.Result) -> dict[str, claims.Measured]:
+    def judge(self, result: harness.Result[StalenessParams]) -> dict[str, claims.Measured]:
         return verdicts.measurements(result.tables, result.summary, result.params, result.provenance)
 
-    def verdict_views(self, result: harness.Result, measured: dict, ledger: pd.DataFrame) -> harness.Output:
+    def verdict_views(self, result: harness.Result[StalenessParams], measured: dict,
+                      ledger: pd.DataFrame) -> harness.Output:
         """The chapter's claims table: the ledger's own rows, so the two cannot disagree (rejudge rewrites it)."""
         return harness.Output({"claims": verdicts.claims_table(ledger)})
 

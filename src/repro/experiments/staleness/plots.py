@@ -7,6 +7,7 @@ import pandas as pd
 from repro.book import plots
 from repro.core.harness import Result
 from repro.experiments.staleness.async_sgd import MITIGATIONS
+from repro.experiments.staleness.paramtypes import StalenessParams
 from repro.experiments.staleness.summaries import paper_period
 
 
@@ -19,7 +20,7 @@ def _int_ticks(ax, values) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
 
 
-def plot_accuracy_vs_period(result: Result):
+def plot_accuracy_vs_period(result: Result[StalenessParams]):
     """Final test accuracy vs averaging period k, one line per N (mean, error bars = sd over seeds),
     and the communication volume per worker vs k."""
     import matplotlib.pyplot as plt
@@ -48,7 +49,7 @@ def plot_accuracy_vs_period(result: Result):
     return plots.stamp(fig, result.provenance)
 
 
-def plot_averaging_curves(result: Result):
+def plot_averaging_curves(result: Result[StalenessParams]):
     """Test accuracy per epoch for every (N, k) of the grid (mean over seeds, band = sd)."""
     import seaborn as sns
 
@@ -70,7 +71,7 @@ def plot_averaging_curves(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_state_comparison(result: Result):
+def plot_state_comparison(result: Result[StalenessParams]):
     """Weights-only vs weights+state averaging with the stateful optimizer, final accuracy vs k."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -88,7 +89,7 @@ def plot_state_comparison(result: Result):
     return plots.stamp(fig, result.provenance)
 
 
-def plot_accuracy_vs_tau(result: Result):
+def plot_accuracy_vs_tau(result: Result[StalenessParams]):
     """Final test accuracy vs staleness tau (emulation), one line per delay distribution."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -110,7 +111,7 @@ def plot_accuracy_vs_tau(result: Result):
     return plots.stamp(fig, result.provenance)
 
 
-def plot_mitigations(result: Result):
+def plot_mitigations(result: Result[StalenessParams]):
     """Test accuracy per epoch for each mitigation variant (columns: mean staleness tau)."""
     import seaborn as sns
 
@@ -125,7 +126,7 @@ def plot_mitigations(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def plot_staleness_distribution(result: Result):
+def plot_staleness_distribution(result: Result[StalenessParams]):
     """Staleness distribution of the real multi-threaded runs (one panel per N)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -146,7 +147,7 @@ def plot_staleness_distribution(result: Result):
     return plots.stamp(grid, result.provenance)
 
 
-def period_table(result: Result) -> pd.DataFrame:
+def period_table(result: Result[StalenessParams]) -> pd.DataFrame:
     """The N x k summary, for display."""
     df = result["period_summary"].copy()
     return df[["workers", "period", "acc_mean", "acc_sd", "seeds", "rounds", "comm_mb", "drop_vs_k1", "acceptable"]]
