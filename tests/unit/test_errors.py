@@ -82,6 +82,64 @@ def test_a_cluster_error_is_one_line(tmp_path, capsys):
     assert err.startswith("repro: error: hardware file") and str(hardware) in err
 
 
+def test_cluster_errors_are_raised_as_their_family(tmp_path, monkeypatch, capsys):
+    """A cluster error is raised as its family where it happens: what the user gave wrong is bad input (exit 2),
+    what this machine lacks is a missing environment whose message says how to get it (exit 2), a run that
+    started and failed is a failed run (exit 1); each one line, also after the supervisor's status file."""
+    import json
+
+    from repro import cluster
+    from repro.cluster import launch, slurm, slurm_task, supervisor
+    from repro.core import errors
+
+    def family(call, cls, code, *words):
+        with pytest.raises(errors.ReproError) as err:
+            call()
+        exc = err.value
+        assert type(exc) is cls and exc.exit_code == code, (type(exc), exc)
+        assert errors.report(exc) == code
+        line = capsys.readouterr().err
+        assert line.count("\n") == 1 and all(w in line for w in words), line
+        return exc
+
+    bad_file = tmp_path / "nodes.txt"
+    bad_file.write_text("worker node1:99999\n")
+    family(lambda: cluster.parse_cluster_file(bad_file), errors.BadInput, 2, "bad port 99999")
+    assert _one_line(capsys, ["cluster", "check", str(bad_file)]).startswith("repro: error: ")
+    family(lambda: cluster.resolve_isolation("none"), errors.BadInput, 2, "allow_exposed=True")
+
+    monkeypatch.setattr(launch, "netns_available", lambda: False)  # no unprivileged network namespace here
+    family(lambda: cluster.resolve_isolation("netns"), errors.MissingEnvironment, 2, "unshare", "user namespaces")
+    family(lambda: cluster.resolve_isolation("auto"), errors.MissingEnvironment, 2, "allow_exposed=True", "unshare")
+    found = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda cmd: None if cmd in ("sbatch", "tc") else found(cmd))
+    family(lambda: slurm._slurm("sbatch", "--parsable", "job.sh"), errors.MissingEnvironment, 2,
+           "sbatch is not on PATH", "salloc")
+    family(lambda: supervisor.Supervisor._ip(None, "tc", "qdisc", "add"), errors.MissingEnvironment, 2,  # type: ignore[arg-type]
+           "tc is not on PATH", "iproute2")
+    monkeypatch.setenv("PATH", str(tmp_path))  # a SLURM client that is there but fails
+    (tmp_path / "sinfo").write_text("#!/bin/sh\necho 'slurm_load_partitions: Unable to contact slurm controller' >&2\n"
+                                    "exit 1\n")
+    (tmp_path / "sinfo").chmod(0o755)
+    family(lambda: slurm._slurm("sinfo", "-h"), errors.RunFailed, 1, "'sinfo -h' failed", "Unable to contact")
+    family(lambda: slurm_task.rendezvous(tmp_path, 2, timeout=0.01), cluster.ClusterTimeout, 1,
+           "task 0 never published its address")
+
+    # the supervisor runs in a process of its own and names its error's class in status.json; the
+    # launcher raises it again as that class, of its family (a bug of the supervisor: a failed run)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for kind, cls, code in (("BadInput", errors.BadInput, 2), ("MissingEnvironment", errors.MissingEnvironment, 2),
+                            ("RunFailed", errors.RunFailed, 1), ("TaskFailed", cluster.TaskFailed, 1),
+                            ("ClusterTimeout", cluster.ClusterTimeout, 1), ("Stopped", cluster.ClusterInterrupted, 1),
+                            ("SomethingElse", errors.RunFailed, 1)):
+        (run_dir / "status.json").write_text(json.dumps({"ok": False, "kind": kind, "error": f"{kind} here"}))
+        family(lambda: launch._result(run_dir, "netns"), cls, code, f"{kind} here")
+    assert cluster.ClusterError is errors.BadInput and cluster.ClusterUnavailable is errors.MissingEnvironment
+    assert cluster.ClusterRunFailed is errors.RunFailed
+    assert all(issubclass(c, cluster.ClusterRunFailed) for c in (cluster.TaskFailed, cluster.ClusterTimeout))
+
+
 def test_rejudge_of_a_missing_run_is_one_line(capsys):
     err = _one_line(capsys, ["rejudge", "results/none"])
     assert err.startswith("repro: error: rejudge: run directory") and "results/none does not exist" in err

@@ -73,7 +73,7 @@ def test_preflight_names_the_drained_node(monkeypatch):
     assert slurm.preflight(4) == 4
     assert slurm.preflight(9) == 4  # more tasks than nodes: all of them, tasks packed
     _sinfo(monkeypatch, idle[:2] + ["n3|drain|disk check|repro*"] + idle[3:])
-    with pytest.raises(cluster.ClusterError) as err:
+    with pytest.raises(cluster.ClusterUnavailable) as err:
         slurm.preflight(4)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("SLURM node n3 is drained (reason: disk check)")
@@ -83,16 +83,16 @@ def test_preflight_names_the_drained_node(monkeypatch):
 
 def test_preflight_sees_down_and_unresponsive_nodes(monkeypatch):
     _sinfo(monkeypatch, ["n1|idle|none|repro*", "n2|down*|Not responding|repro*"])
-    with pytest.raises(cluster.ClusterError, match="SLURM node n2 is down"):
+    with pytest.raises(cluster.ClusterUnavailable, match="SLURM node n2 is down"):
         slurm.preflight(2)
     _sinfo(monkeypatch, ["n1|idle|none|repro*", "n2|idle*|none|repro*", "n3|idle|none|other"])
-    with pytest.raises(cluster.ClusterError, match="n2"):  # '*': not responding; n3 is another partition's
+    with pytest.raises(cluster.ClusterUnavailable, match="n2"):  # '*': not responding; n3 is another partition's
         slurm.preflight(2)
 
 
 def test_no_slurm_is_one_line(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(cluster.ClusterError, match="sinfo is not on PATH"):
+    with pytest.raises(cluster.ClusterUnavailable, match="sinfo is not on PATH"):
         slurm.preflight(2)
 
 
@@ -156,7 +156,7 @@ def test_tasks_meet_through_the_shared_directory(tmp_path, monkeypatch):
     assert slurm_task.step_of(tmp_path, "worker:1") == "12.1"
     with pytest.raises(cluster.ClusterError, match="shares SLURM step 12.0 with other tasks"):
         slurm_task.step_of(tmp_path, "worker:0")  # scancel would stop the chief too
-    with pytest.raises(cluster.ClusterError, match="task 4 never published its address within 0.2 s"):
+    with pytest.raises(cluster.ClusterTimeout, match="task 4 never published its address within 0.2 s"):
         slurm_task.rendezvous(tmp_path, 5, timeout=0.2)
 
 

@@ -16,7 +16,10 @@ Real clusters: a cluster file (``ps node1:2222`` / ``worker node2:2222`` lines, 
 through a file in the shared run directory (:mod:`repro.cluster.slurm`; ``docs/slurm.md``).
 
 Programs read their place in the cluster with :func:`context`. Nothing here imports TensorFlow
-at import time. Errors are :class:`ClusterError` (a ``ValueError``) with a one-line message.
+at import time. Errors are one line, each of its family: :class:`ClusterError` (bad input, a ``ValueError``),
+:class:`ClusterUnavailable` (this machine lacks a command, a network namespace, SLURM; the message says how
+to get it), :class:`ClusterRunFailed` and its :class:`TaskFailed`, :class:`ClusterTimeout` and
+:class:`ClusterInterrupted` (a run that started and failed).
 """
 
 from .launch import (
@@ -33,7 +36,9 @@ from .node import Context, context
 from .spec import (
                    ROLES,
                    ClusterError,
+                   ClusterRunFailed,
                    ClusterSpec,
+                   ClusterUnavailable,
                    Task,
                    check_ports_free,
                    exposure_report,
@@ -50,7 +55,8 @@ from .spec import (
 from .supervisor import ClusterTimeout, TaskFailed
 
 __all__ = [
-    "ROLES", "ClusterError", "ClusterInterrupted", "ClusterResult", "ClusterSpec", "ClusterTimeout", "Context",
+    "ROLES", "ClusterError", "ClusterInterrupted", "ClusterResult", "ClusterRunFailed", "ClusterSpec", "ClusterTimeout",
+    "ClusterUnavailable", "Context",
     "Network", "Task", "TaskFailed", "check_ports_free", "context", "exposure_report", "free_ports",
     "from_tf_config", "interface_bytes", "leftover_processes", "listening_sockets", "make_spec", "netns_available",
     "parse_cluster_file", "parse_cluster_mapping", "parse_cluster_text", "port_in_use", "resolve_isolation",

@@ -37,15 +37,23 @@ from repro.core.procs import stop_group
 
 from .node import read_results
 from .plan import ClusterPlan
-from .spec import ROLES, ClusterError, ClusterSpec, is_local, visible_gpus
+from .spec import ROLES, ClusterError, ClusterRunFailed, ClusterSpec, ClusterUnavailable, is_local, visible_gpus
 from .supervisor import ClusterTimeout, TaskFailed, tail
 
 ISOLATIONS = ("auto", "netns", "none")
-_ERRORS = {"ClusterTimeout": ClusterTimeout, "TaskFailed": TaskFailed}
+# how to get what a private network namespace needs (ClusterUnavailable's messages)
+NETNS_HOW = ("needs unshare (util-linux), ip (iproute2) and unprivileged user namespaces "
+             "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)")
 
 
 class ClusterInterrupted(errors.RunFailed):
     """The cluster was stopped from outside (signal) before the job finished."""
+
+
+# the supervisor's status names the class of its error ("kind"): raised here again as that class, of its family
+_CLASSES: tuple[type[errors.ReproError], ...] = (ClusterTimeout, TaskFailed, ClusterInterrupted, ClusterError,
+                                                 ClusterUnavailable, ClusterRunFailed)
+_ERRORS: dict[str, type[errors.ReproError]] = {c.__name__: c for c in _CLASSES} | {"Stopped": ClusterInterrupted}
 
 
 _RATE = re.compile(r"^\d+(\.\d+)?(bit|kbit|mbit|gbit|tbit)$")
@@ -144,12 +152,15 @@ def resolve_isolation(isolation: str = "auto", allow_exposed: bool = False) -> L
     if isolation in ("auto", "netns") and netns_available():
         return "netns"
     if isolation == "netns":
-        raise ClusterError("isolation='netns' but no private network namespace can be made here (unshare --net failed)")
+        raise ClusterUnavailable("isolation='netns' but no private network namespace can be made here "
+                                 f"(unshare --net failed): it {NETNS_HOW}")
     if not allow_exposed:
-        why = "isolation='none' was asked for" if isolation == "none" else \
-            "no private network namespace can be made here (unshare --net failed)"
-        raise ClusterError(f"{why}: the cluster's gRPC servers (no authentication) would listen on all "
-                           "interfaces; pass allow_exposed=True (--allow-exposed) to accept that")
+        exposed = ("the cluster's gRPC servers (no authentication) would listen on all interfaces; "
+                   "pass allow_exposed=True (--allow-exposed) to accept that")
+        if isolation == "none":  # the caller's own choice
+            raise ClusterError(f"isolation='none' was asked for: {exposed}")
+        raise ClusterUnavailable(f"no private network namespace can be made here (unshare --net failed): {exposed}, "
+                                 f"or get one: it {NETNS_HOW}")
     return "none"
 
 
@@ -304,7 +315,10 @@ def run_cluster(program: str, *, workers: int = 2, ps: int = 1, chief: bool = Tr
     if launcher != "slurm":
         mode = resolve_isolation(isolation, allow_exposed)
     if net and mode != "netns":
-        raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
+        if isolation == "none":  # the caller's own choice
+            raise ClusterError("an emulated network needs the private network namespace (isolation='netns')")
+        raise ClusterUnavailable(f"an emulated network needs a private network namespace, and none can be made here: "
+                                 f"it {NETNS_HOW}")
     if net and cluster is not None:
         raise ClusterError("an emulated network assigns its own addresses: pass workers/ps/chief, not cluster")
     if net and net["ps_on_workers"] and ps > workers:
@@ -343,8 +357,7 @@ def _result(run_dir: Path, mode: str) -> ClusterResult:
                                  f"{tail(run_dir / 'supervisor.log')}")
     status = json.loads(status_path.read_text())
     if not status["ok"]:
-        raise _ERRORS.get(status["kind"], ClusterInterrupted if status["kind"] == "Stopped" else ClusterError)(
-            status["error"])
+        raise _ERRORS.get(status["kind"], ClusterRunFailed)(status["error"])
     results = read_results(run_dir)
     cluster = json.loads((run_dir / "cluster.json").read_text())["cluster"]
     return ClusterResult(run_dir=run_dir, isolation=mode, cluster=cluster, tasks=status["tasks"], results=results,

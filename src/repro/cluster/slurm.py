@@ -35,7 +35,7 @@ from .node import read_results
 from .plan import ClusterPlan
 from .slurm_task import layout
 from .slurm_watch import ACTIVE, WAITING, Look, Watch, advance, scontrol_json, scontrol_oneliner
-from .spec import ClusterError, name_of_slug, role_names
+from .spec import ClusterError, ClusterRunFailed, ClusterUnavailable, name_of_slug, role_names
 from .supervisor import ClusterTimeout, TaskFailed, describe_exit, tail
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,15 @@ USABLE = {"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing"}
 
 
 def _slurm(*args: str, check: bool = True, timeout: float = 60.0) -> str:
-    """Run a SLURM client command; its stdout, or a one-line :class:`ClusterError`."""
+    """Run a SLURM client command; its stdout, or one line: :class:`ClusterUnavailable` where the command is
+    absent, :class:`ClusterRunFailed` where it failed."""
     if not shutil.which(args[0]):
-        raise ClusterError(f"launcher 'slurm': {args[0]} is not on PATH (run on a SLURM login node, "
-                           "or inside salloc)")
+        raise ClusterUnavailable(f"launcher 'slurm': {args[0]} is not on PATH (run on a SLURM login node, "
+                                 "or inside salloc)")
     r = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
     if check and r.returncode:
         msg = (r.stderr or r.stdout).strip().splitlines()
-        raise ClusterError(f"'{' '.join(args[:2])}' failed: {msg[-1] if msg else f'exit {r.returncode}'}")
+        raise ClusterRunFailed(f"'{' '.join(args[:2])}' failed: {msg[-1] if msg else f'exit {r.returncode}'}")
     return r.stdout
 
 
@@ -80,8 +81,13 @@ def _nodes() -> tuple[str, list[tuple[str, str, str]]]:
             seen.add(name)
             nodes.append((name, state, reason))
     if not nodes:
-        raise ClusterError(f"launcher 'slurm': no nodes in {where}")
+        raise ClusterUnavailable(f"launcher 'slurm': no nodes in {where} ({_elsewhere()})")
     return where, nodes
+
+
+def _elsewhere() -> str:
+    """How to get usable nodes elsewhere (a :class:`ClusterUnavailable` message's end)."""
+    return "salloc usable nodes" if in_allocation() else "set SBATCH_PARTITION to a partition with usable nodes"
 
 
 def preflight(tasks: int) -> int:
@@ -93,8 +99,9 @@ def preflight(tasks: int) -> int:
     if len(usable) < needed:
         name, state, reason = next(x for x in nodes if x[0] not in usable)
         word = {"drain": "drained", "drng": "draining", "down": "down", "fail": "failed"}.get(state.rstrip("*"), state)
-        raise ClusterError(f"SLURM node {name} is {word} (reason: {reason or 'none given'}): a {tasks}-task cluster "
-                           f"needs {needed} nodes of {where}, {len(usable)} are usable")
+        raise ClusterUnavailable(f"SLURM node {name} is {word} (reason: {reason or 'none given'}): a {tasks}-task "
+                                 f"cluster needs {needed} nodes of {where}, {len(usable)} are usable (wait until "
+                                 f"it is back, or {_elsewhere()})")
     return needed
 
 

@@ -28,7 +28,8 @@ from repro.core import atomic
 
 from .plan import ClusterPlan
 from .plan import read as read_plan
-from .spec import ClusterError, ClusterSpec, Task, make_spec, role_names
+from .spec import ClusterError, ClusterSpec, ClusterUnavailable, Task, make_spec, role_names
+from .supervisor import ClusterTimeout
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ def node_address() -> str:
             return addr
     addr = socket.gethostbyname(socket.gethostname())
     if addr.startswith("127."):
-        raise ClusterError(f"node {socket.gethostname()}: its name resolves to loopback; set REPRO_SLURM_IFACE")
+        raise ClusterUnavailable(f"node {socket.gethostname()}: its name resolves to loopback; set REPRO_SLURM_IFACE "
+                                 "to the interface of the cluster network")
     return addr
 
 
@@ -85,8 +87,8 @@ def rendezvous(run_dir: Path, total: int, timeout: float) -> tuple[ClusterSpec, 
         if time.monotonic() > deadline:
             have = sorted(int(p.stem) for p in folder.glob("*.json"))
             missing = [i for i in range(total) if i not in have]
-            raise ClusterError(f"SLURM rendezvous: task {missing[0]} never published its address "
-                               f"within {timeout:g} s")
+            raise ClusterTimeout(f"SLURM rendezvous: task {missing[0]} never published its address "
+                                 f"within {timeout:g} s")
         time.sleep(0.1)
     recs = [json.loads((folder / f"{i}.json").read_text()) for i in range(total)]
     return make_spec([(r["role"], r["host"], r["port"]) for r in recs], source="SLURM rendezvous"), recs
@@ -140,8 +142,8 @@ def _wait_servers(servers: list[Task], timeout: float) -> None:
                     break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise ClusterError(f"{t.name} not ready after {timeout:g} s (nothing accepts connections "
-                                       f"on {t.address})") from None
+                    raise ClusterTimeout(f"{t.name} not ready after {timeout:g} s (nothing accepts connections "
+                                         f"on {t.address})") from None
                 time.sleep(0.1)
 
 

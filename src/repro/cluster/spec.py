@@ -23,8 +23,15 @@ from repro.core import errors, provenance
 ROLES = ("chief", "ps", "worker", "evaluator")
 
 
-# a bad cluster description, one line (a run that failed: TaskFailed, ClusterTimeout, ClusterInterrupted)
+# The cluster's errors are the core's families under the cluster's names, each raised where it happens:
+# what the user gave is wrong (a cluster file, a port, an argument: exit 2);
 ClusterError = errors.BadInput
+# what this machine lacks (a command, a private network namespace, SLURM's usable nodes: exit 2), the
+# message saying how to get it;
+ClusterUnavailable = errors.MissingEnvironment
+# a cluster run that started and failed (exit 1); its own classes where a status file names them:
+# TaskFailed, ClusterTimeout, ClusterInterrupted.
+ClusterRunFailed = errors.RunFailed
 
 
 @dataclass(frozen=True)

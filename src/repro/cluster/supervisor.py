@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -33,7 +34,9 @@ from .plan import ClusterPlan
 from .plan import read as read_plan
 from .spec import (
     ClusterError,
+    ClusterRunFailed,
     ClusterSpec,
+    ClusterUnavailable,
     Task,
     check_ports_free,
     device_env,
@@ -62,11 +65,11 @@ def _emulated_entries(roles: list[tuple[str, int]], ps_on_workers: bool) -> list
             for i, role in enumerate(names)]
 
 
-class ClusterTimeout(errors.RunFailed, TimeoutError):
+class ClusterTimeout(ClusterRunFailed, TimeoutError):
     """A cluster process did not become ready, or the job did not finish, in time."""
 
 
-class TaskFailed(errors.RunFailed):
+class TaskFailed(ClusterRunFailed):
     """A cluster process exited with an error or died."""
 
 
@@ -118,7 +121,9 @@ class Supervisor:
         if self.plan.isolation == "netns":
             r = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True)
             if r.returncode:
-                raise ClusterError(f"cannot bring up lo in the private network namespace: {r.stderr.strip()}")
+                why = " ".join(r.stderr.split())
+                raise ClusterUnavailable(f"cannot bring up lo in the private network namespace: {why} "
+                                         "(it needs ip from iproute2 and unprivileged user namespaces)")
 
     def _make_spec(self) -> ClusterSpec:
         if self.plan.cluster:
@@ -168,9 +173,15 @@ class Supervisor:
     # ------------------------------------------------------- emulated network
     def _ip(self, *args: str, pid: int | None = None) -> None:
         cmd = (["nsenter", "--target", str(pid), "--net"] if pid else []) + list(args)
+        missing = next((c for c in (cmd[0], args[0]) if not shutil.which(c)), None)
+        if missing:
+            raise ClusterUnavailable(f"emulated network: {missing} is not on PATH (install "
+                                     f"{'util-linux' if missing == 'nsenter' else 'iproute2'})")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
-            raise ClusterError(f"emulated network: '{' '.join(args)}' failed: {r.stderr.strip()}")
+            why = " ".join(r.stderr.split())
+            raise ClusterUnavailable(f"emulated network: '{' '.join(args)}' failed: {why} (it needs the kernel's "
+                                     "bridge, veth and sch_tbf modules in an unprivileged namespace)")
 
     def _bridge(self) -> None:
         self._ip("ip", "link", "add", BRIDGE, "type", "bridge")
@@ -190,9 +201,9 @@ class Supervisor:
                 if os.readlink(f"/proc/{pid}/ns/net") != own:
                     break
             except OSError:
-                raise ClusterError(f"{task.name} exited before its network namespace was made") from None
+                raise TaskFailed(f"{task.name} exited before its network namespace was made") from None
             if time.monotonic() > deadline:
-                raise ClusterError(f"{task.name}: no network namespace of its own after 10 s")
+                raise ClusterTimeout(f"{task.name}: no network namespace of its own after 10 s")
             time.sleep(0.005)
         self._ip("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", str(pid))
         self._ip("ip", "link", "set", veth, "master", BRIDGE)
@@ -279,8 +290,8 @@ class Supervisor:
             self.exposure["note"] = "emulated network: tasks in their own namespaces behind a private bridge"
         _write_json(self.run_dir / "exposure.json", self.exposure)
         if self.plan.isolation == "netns" and self.exposure["exposed"]:
-            raise ClusterError(f"cluster reachable from outside on {', '.join(self.exposure['exposed'])} "
-                               f"(interfaces: {', '.join(self.exposure['interfaces'])})")
+            raise ClusterRunFailed(f"cluster reachable from outside on {', '.join(self.exposure['exposed'])} "
+                                   f"(interfaces: {', '.join(self.exposure['interfaces'])})")
         _write_json(self.run_dir / "ready.json", {"cluster": self.spec.as_dict(),
                                                   "ready_s": round(time.monotonic() - self.t0, 3)})
         for t in programs:
@@ -341,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     except _Stop as exc:
         status.update(error=f"cluster stopped by {exc.args[0]}", kind="Stopped")
     except Exception as exc:  # noqa: BLE001 - a bug here must still tear everything down and say what happened
-        status.update(error=f"supervisor failed: {type(exc).__name__}: {exc}", kind="ClusterError")
+        status.update(error=f"supervisor failed: {type(exc).__name__}: {exc}", kind="RunFailed")
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)  # finish the teardown whatever arrives now

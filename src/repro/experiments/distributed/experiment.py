@@ -117,7 +117,7 @@ class Distributed(harness.Experiment[DistributedParams]):
 
     def prepare(self, p: DistributedParams) -> Inputs:
         models = runs.model_specs(p)  # bad sizes fail before anything is written
-        cluster.resolve_isolation("auto")  # no private namespace here: one-line ClusterError before the run opens
+        cluster.resolve_isolation("auto")  # no private namespace: one line (ClusterUnavailable) before the run opens
         runs.check_sweep(p)
         if p.launcher == "slurm":  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(runs.slurm_tasks(p))

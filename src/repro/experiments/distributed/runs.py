@@ -194,7 +194,11 @@ def fault_runs(p: DistributedParams, base: Path) -> pd.DataFrame:
                                    completed=r["completed"], lost=r["lost"], updates=r["updates"])
                     else:
                         row.update(outcome="finished")
-                except (cluster.ClusterError, cluster.TaskFailed, cluster.ClusterTimeout) as exc:
+                except cluster.ClusterInterrupted:
+                    raise  # stopped from outside: no outcome of the killed worker
+                except (cluster.ClusterError, cluster.ClusterRunFailed) as exc:
+                    # the run stopped with an error (a task failed, a time-out: ClusterRunFailed's family) is
+                    # the outcome; a machine that lacks something (ClusterUnavailable) is none and propagates
                     row.update(outcome="stopped with an error", error=str(exc).split(";")[0][:200])
                 row["seconds"] = time.perf_counter() - t0
                 row["orphans"] = _no_leftovers(d)
