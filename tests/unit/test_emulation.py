@@ -108,7 +108,7 @@ def test_vgg16e_stops_at_its_worker_limit_and_memory_is_checked(monkeypatch):
     ({"emulate": "p100"}, "parameter 'emulate.hardware': unknown hardware profile 'p100'; valid: gtx970-1gbit, k80-p2.16xlarge, k80-p2.16xlarge-hosts; or none"),
     ({"emulate": "k80-p2.16xlarge"}, "parameter 'emulate.hardware': model 'SqueezeNet' is not in hardware profile k80-p2.16xlarge; "
                                      "valid: vgg16, vgg19, resnet50, resnet152, inception_v3, inception_v4; or none"),
-    ({"emulate_batches": 1}, "parameter 'measure.batches': D = 1 is smaller than 2 workers"),
+    ({"emulate_batches": 1}, "parameter 'emulate.batches': D = 1 is smaller than 2 workers"),  # the grid it is
 ])
 def test_bad_emulation_is_one_line_before_any_run(overrides, message, results_root):
     with pytest.raises(ParameterError) as exc:
@@ -269,6 +269,7 @@ def _dist_params(**kw):
     return params.resolve("distributed", "emulated", kw)
 
 
+K80_PROFILE = hardware.load("k80-p2.16xlarge")  # the distributed emulated profile's hardware, as prepare loads it
 AUDIT = pd.DataFrame([{"model": "vgg16", "ours_params_m": 138.36}, {"model": "resnet50", "ours_params_m": 25.64}])
 
 
@@ -276,7 +277,7 @@ def test_distributed_plan_dilates_ring_by_its_links_and_ps_by_the_server_link():
     from repro.experiments.distributed import emulation as de
 
     q = _dist_params(emulate_methods=["ring", "horovod", "ps_sync", "ps_async"])
-    plan = {(c["method"], c["workers"]): c["dilation"] for c in de.plan(q, AUDIT, cores=2, available=20e9)}
+    plan = {(c["method"], c["workers"]): c["dilation"] for c in de.plan(q, K80_PROFILE, AUDIT, cores=2, available=20e9)}
     per_flow = hardware.cpu_needed(1, "25gbit", 1.0) / (2 * hardware.machine()["headroom"])
     # one worker all-reduces with itself (no link), at its method's two-worker dilation: the same CPU overheads
     assert plan[("ring", 1)] == plan[("ring", 2)] == pytest.approx(4 * per_flow, abs=0.01)
@@ -284,9 +285,9 @@ def test_distributed_plan_dilates_ring_by_its_links_and_ps_by_the_server_link():
     assert plan[("ring", 4)] == plan[("horovod", 4)] == pytest.approx(8 * per_flow, abs=0.01)  # four links, both ways
     assert plan[("ps_sync", 4)] == plan[("ps_async", 1)] == pytest.approx(2 * per_flow, abs=0.01)  # the PS link
     with pytest.raises(ClusterError, match=r"needs about .* refused before any process starts"):
-        de.plan(_dist_params(emulate_workers=[16]), AUDIT, cores=2, available=20e9)  # 16 x 3 copies of VGG16
+        de.plan(_dist_params(emulate_workers=[16]), K80_PROFILE, AUDIT, cores=2, available=20e9)  # 16 x 3 copies of VGG16
     with pytest.raises(ClusterError, match=r"^parameter 'dilation': 10 needs .* horovod with 2 workers"):
-        de.plan(_dist_params(dilation=10.0), AUDIT, cores=2, available=20e9)
+        de.plan(_dist_params(dilation=10.0), K80_PROFILE, AUDIT, cores=2, available=20e9)
 
 
 def test_distributed_emulation_refuses_a_profile_without_the_models():
@@ -423,7 +424,7 @@ def test_limits_say_where_the_emulated_grid_stops_and_why():
     from repro.experiments.distributed import emulation as de
     from repro.experiments.distributed.chapter import limits_text
 
-    lim = de.limits(_dist_params(), AUDIT, workers=(2, 8, 20), cores=2, available=20e9).set_index(
+    lim = de.limits(_dist_params(), K80_PROFILE, AUDIT, workers=(2, 8, 20), cores=2, available=20e9).set_index(
         ["method", "workers", "model"])
     per_flow = hardware.cpu_needed(1, "25gbit", 1.0) / (2 * hardware.machine()["headroom"])
     assert lim.loc[("ring", 20, "resnet50"), "dilation"] == pytest.approx(40 * per_flow, abs=0.1)  # 20 links, both ways
@@ -498,16 +499,16 @@ def test_the_dilation_check_reruns_each_methods_smallest_multiworker_cluster_at_
     from repro.experiments.distributed.chapter import dilation_check_text
 
     p = _dist_params()
-    todo = de.plan(p, AUDIT, cores=2, available=20e9)
-    second = de.check_plan(p, todo, cores=2)
+    todo = de.plan(p, K80_PROFILE, AUDIT, cores=2, available=20e9)
+    second = de.check_plan(p, K80_PROFILE, todo, cores=2)
     assert [(c["method"], c["workers"]) for c in second] == [("horovod", 2), ("ps_sync", 2)]
     for c in second:
         first = next(d for d in todo if (d["method"], d["workers"]) == (c["method"], 2))
         assert c["against"] == first["dilation"] and c["dilation"] == pytest.approx(2 * first["dilation"], abs=0.01)
-    assert de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.0})}), todo) == []
+    assert de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.0})}), K80_PROFILE, todo) == []
     # a factor below 1 needs more CPU than the cores have: refused with the number, as any dilation
     with pytest.raises(hardware.PredictError, match=r"^parameter 'dilation': .* the dilation check of horovod"):
-        de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.1})}), todo, cores=2)
+        de.check_plan(p.model_copy(update={"dilation_check": p.dilation_check.model_copy(update={"factor": 0.1})}), K80_PROFILE, todo, cores=2)
     # the images/sec of the second dilation against the grid's mean at the first, within 5 %
     tp = pd.DataFrame([{"model": "vgg16", "method": m, "workers": 2, "total_images_per_sec": 60.0}
                        for m in ("horovod", "ps_sync")])

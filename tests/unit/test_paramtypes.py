@@ -36,6 +36,21 @@ def test_the_generated_keys_types_and_constraints_follow_the_schema():
     assert "\n    emulate_models" not in dist and "\n    models: Annotated[list[Str], Field(min_length=1), one_of(" in dist
 
 
+def test_groups_of_one_shape_share_one_class():
+    from repro.experiments.speedup.paramtypes import SpeedupEmulate, SpeedupGrid, SpeedupMeasure
+
+    p = params.resolve("speedup", "smoke")
+    assert isinstance(p.measure, SpeedupGrid) and isinstance(p.emulate, SpeedupGrid)  # a runner takes either
+    grid = set(SpeedupGrid.model_fields)
+    assert grid == {"networks", "workers", "servers", "modes", "batch", "batches"}
+    assert set(SpeedupMeasure.model_fields) - grid == {"enabled", "image_size", "classes"}  # what it adds
+    assert set(SpeedupEmulate.model_fields) - grid == {"hardware", "validation"}
+    spec = params.spec("speedup")
+    same = dataclasses.replace(spec, groups={**spec.groups, "replay": params.GroupDecl(shape="Measure")})
+    with pytest.raises(params.ParameterError, match="shape 'Measure' is named like a group's class"):
+        paramtypes.source(same)
+
+
 def test_a_changed_profile_makes_the_generated_file_stale(monkeypatch):
     spec = params.spec("mnist_cnn")
     renamed = dict(spec.params)

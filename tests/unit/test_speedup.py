@@ -585,8 +585,8 @@ def test_the_replay_reruns_the_reported_cluster_at_the_thesis_d_and_alone_decide
 
     calls = []
 
-    def fake_runs(q, base, emu, plan, tag):
-        calls.append((q.measure.batches, q.measure.modes, plan, tag))
+    def fake_runs(p, grid, base, emu, plan, tag):
+        calls.append((grid.batches, grid.modes, plan, tag))
         seconds = 128 * 0.758 / (6.5 + 0.01 * len(calls))
         return pd.DataFrame([{"network": "SqueezeNet", "mode": "sync-join", "server": "distributed", "workers": 8,
                               "semaphore": False, "seconds": seconds}])
@@ -596,8 +596,7 @@ def test_the_replay_reruns_the_reported_cluster_at_the_thesis_d_and_alone_decide
                                           "replay_modes": ["sync-join"], "replay_batches": 128, "replay_repeats": 5})
     emu = emulation.Emulation(profile=emulation.hardware.load("gtx970-1gbit"), cores=2)
     todo = [{"server": "distributed", "workers": 8, "networks": ["SqueezeNet"], "dilation": 4.67}]
-    q = paramtypes.partial(speedup.NAME, {"measure_batches": 8, "measure_modes": ["async"]})
-    rep = emulation.replay(p, emu, q, Path("."), todo)
+    rep = emulation.replay(p, emu, Path("."), todo)
     assert [c[3] for c in calls] == [f"replay{i}" for i in range(1, 6)]
     assert all(c[0] == 128 and c[1] == ["sync-join"] and c[2][0]["dilation"] == 4.67 for c in calls)
     assert rep["speedup"].round(3).tolist() == [6.51, 6.52, 6.53, 6.54, 6.55]

@@ -4,9 +4,9 @@ Every experiment folder ``repro/experiments/<name>/`` has a ``profile.yaml`` tha
 
 * ``parameters``: the schema (type, allowed range or choices, help text; ``legacy``: the value a stored run
   made before the parameter existed ran with);
-* ``groups`` (optional): the help of each group; a parameter named ``<group>.<field>`` is ``p.<group>.<field>``
-  in the experiment's parameters (:mod:`repro.core.paramtypes`) and ``-p <group>.<field>=...`` on the command
-  line;
+* ``groups`` (optional): the help of each group and its ``shape`` (groups of one shape share a class); a parameter
+  named ``<group>.<field>`` is ``p.<group>.<field>`` in the experiment's parameters (:mod:`repro.core.paramtypes`)
+  and ``-p <group>.<field>=...`` on the command line;
 * ``defaults``: every parameter's value unless a profile changes it;
 * ``profiles``: named profiles (``smoke`` for CI, ``cpu`` for a 2-core machine, ``paper`` for the
   paper's protocol on a GPU server), each with what it roughly costs and, under ``values``, only
@@ -208,9 +208,11 @@ class ProfileDecl(_Strict):
 
 
 class GroupDecl(_Strict):
-    """One entry of ``groups:``: what the parameters named ``<group>.<field>`` are for."""
+    """One entry of ``groups:``: what the parameters named ``<group>.<field>`` are for, and the ``shape`` (a class
+    name) it shares with other groups of the same fields (:func:`repro.core.paramtypes.source`)."""
 
     help: str = ""
+    shape: str = Field(default="", pattern=r"^([A-Z][A-Za-z0-9]*)?$")
 
 
 class ToDecide(_Strict):

@@ -3,7 +3,12 @@
 ``profile.yaml`` stays the one schema (types, ranges, choices, help, groups). This module writes
 ``experiments/<name>/paramtypes.py`` from it: one :class:`Params` subclass whose fields are the declared parameters
 with their types and constraints (``Annotated[Int, Field(ge=1)]``, a choice of strings as a ``Literal``, a nullable
-one as ``| None``), and one class per group of ``groups:`` (``emulate.models`` is ``p.emulate.models``). The class
+one as ``| None``), and a class per group of ``groups:`` (``emulate.models`` is ``p.emulate.models``). Groups of the
+same shape share one class: the groups that name one ``shape:`` in ``groups:`` (speedup's ``measure`` and ``emulate``:
+``shape: Grid``) get one class ``<Experiment><Shape>`` of the fields they all declare alike, and a group with more
+fields a subclass of it that adds them (:func:`group_classes`), so a function that runs any grid takes the shared
+class (``SpeedupGrid``) and is handed ``p.measure`` or ``p.emulate``, never a copy of the parameters with one group's
+values in another's fields. The class
 validates: :meth:`repro.core.params.ExperimentSpec.resolve` checks a run's parameters once, when it starts, and the
 experiments, their judges and their chapters receive the instance; mypy (``make test``) rejects ``p.epoch`` for
 ``p.epochs`` before anything runs, and at run time a misspelt field is an ``AttributeError``.
@@ -76,33 +81,69 @@ def class_name(experiment: str) -> str:
     return "".join(w.capitalize() for w in experiment.split("_")) + "Params"
 
 
-def source(spec: _params.ExperimentSpec) -> str:
-    """The ``paramtypes.py`` of one experiment: a class per group, then the experiment's class."""
-    top: list[str] = []
-    groups: dict[str, list[str]] = {}
-    stem = class_name(spec.name)[:-6]
+def _fields(spec: _params.ExperimentSpec) -> dict[str, dict[str, str]]:
+    """Each group's fields, in declaration order, with their source types."""
+    out: dict[str, dict[str, str]] = {}
     for name, decl in spec.params.items():
         group, _, field = name.rpartition(".")
-        line = f"    {field}: {decl.source_type()}"
+        if group:
+            out.setdefault(group, {})[field] = decl.source_type()
+    return out
+
+
+def _class(name: str, base: str, doc: str, fields: Mapping[str, str]) -> str:
+    lines = [f"    {f}: {t}" for f, t in fields.items()]
+    return f'class {name}({base}):\n    """{doc}"""\n' + ("\n" + "\n".join(lines) if lines else "") + "\n\n\n"
+
+
+def group_classes(spec: _params.ExperimentSpec) -> tuple[str, dict[str, str]]:
+    """The groups' classes (source) and each group's class name. The groups of one ``shape:`` share the class
+    ``<Experiment><Shape>`` of the fields they all declare alike; a group with more fields is its subclass
+    adding them (a group with none more is that class)."""
+    stem, fields = class_name(spec.name)[:-6], _fields(spec)
+    own = {g: stem + class_name(g)[:-6] for g in fields}
+    members: dict[str, list[str]] = {}
+    for g in fields:
+        if spec.groups[g].shape:
+            members.setdefault(spec.groups[g].shape, []).append(g)
+    body, names = "", {}
+    for g, mine in fields.items():
+        shape, what = spec.groups[g].shape, spec.groups[g].help or f"{g}.*"
+        if not shape:
+            body += _class(own[g], "Group", f"{spec.name}: {what} (the parameters {g}.*).", mine)
+            names[g] = own[g]
+            continue
+        base, alike = stem + shape, members[shape]
+        if base in own.values():
+            raise _params.ParameterError(f"group '{g}': shape '{shape}' is named like a group's class ({base})")
+        common = {f: t for f, t in fields[alike[0]].items() if all(fields[m].get(f) == t for m in alike)}
+        if g == alike[0]:
+            body += _class(base, "Group", f"{spec.name}: the fields {', '.join(alike)} share (shape {shape}).",
+                           common)
+        extra = {f: t for f, t in mine.items() if f not in common}
+        names[g] = own[g] if extra else base
+        if extra:
+            body += _class(own[g], base, f"{spec.name}: {what} (the parameters {g}.*).", extra)
+    return body, names
+
+
+def source(spec: _params.ExperimentSpec) -> str:
+    """The ``paramtypes.py`` of one experiment: the groups' classes (:func:`group_classes`), then the experiment's."""
+    body, names = group_classes(spec)
+    top: list[str] = []
+    for name, decl in spec.params.items():
+        group, _, field = name.rpartition(".")
         if not group:
-            top.append(line)
-        elif group not in groups:
-            groups[group] = [line]
-            top.append(f"    {group}: {stem}{class_name(group)[:-6]}")
-        else:
-            groups[group].append(line)
-    body = ""
-    for group, lines in groups.items():
-        what = spec.groups[group].help or f"{group}.*"
-        body += (f"class {stem}{class_name(group)[:-6]}(Group):\n"
-                 f'    """{spec.name}: {what} (the parameters {group}.*)."""\n\n' + "\n".join(lines) + "\n\n\n")
+            top.append(f"    {field}: {decl.source_type()}")
+        elif f"    {group}: {names[group]}" not in top:
+            top.append(f"    {group}: {names[group]}")
     text = "".join(top) + body
     typing = ", ".join(n for n in ("Annotated", "ClassVar", "Literal") if n == "ClassVar" or f"{n}[" in text)
-    names = ", ".join(n for n in ("NULL", "Bool", "Float", "Int", "Str", "one_of") if re.search(rf"\b{n}\b", text))
+    names_ = ", ".join(n for n in ("NULL", "Bool", "Float", "Int", "Str", "one_of") if re.search(rf"\b{n}\b", text))
     head = [HEADER, "from __future__ import annotations", "", f"from typing import {typing}", ""]
     head += ["from pydantic import Field", ""] if "Field(" in text else []
-    head += ([f"from repro.core.params import {names}"] if names else [])
-    head += [f"from repro.core.paramtypes import {'Group, Params' if groups else 'Params'}", "", "", ""]
+    head += ([f"from repro.core.params import {names_}"] if names_ else [])
+    head += [f"from repro.core.paramtypes import {'Group, Params' if names else 'Params'}", "", "", ""]
     cls = [f"class {class_name(spec.name)}(Params):",
            f'    """The parameters of {spec.name} (experiments/{spec.name}/profile.yaml)."""', "",
            f"    EXPERIMENT: ClassVar[str] = {spec.name!r}", ""]

@@ -55,6 +55,12 @@ def check(p: DistributedParams) -> None:
                              "emulate.workers")
 
 
+def profile(p: DistributedParams) -> hardware.Profile | None:
+    """The hardware profile of the emulated grid (``emulate.hardware``; None: no emulation), loaded once in
+    ``prepare`` and carried in its inputs."""
+    return None if p.emulate.hardware is None else hardware.load(p.emulate.hardware)
+
+
 def flows(method: str, n: int, ps: int) -> int:
     """Link directions busy at once at worst: every worker's link both ways for a ring of two or
     more (one worker all-reduces with itself); the parameter servers' links both ways."""
@@ -84,14 +90,14 @@ def footprint(method: str, n: int, p: DistributedParams) -> tuple[float, int]:
     return COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0), n + ps + (1 if ps else 0)
 
 
-def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
+def plan(p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame, cores: int | None = None,
          available: float | None = None) -> list[dict]:
     """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
     import psutil
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, sizes = hardware.load(hardware.emulated(p.emulate.hardware)), _model_bytes(p, audit)
+    sizes = _model_bytes(p, audit)
     out = []
     for method in p.emulate.methods:
         for n in p.emulate.workers:
@@ -108,12 +114,13 @@ def plan(p: DistributedParams, audit: pd.DataFrame, cores: int | None = None,
     return _same_baseline(out)
 
 
-def check_plan(p: DistributedParams, todo: list[dict], cores: int | None = None) -> list[dict]:
+def check_plan(p: DistributedParams, prof: hardware.Profile, todo: list[dict],
+               cores: int | None = None) -> list[dict]:
     """The dilation check's clusters: each method's smallest multi-worker cluster of ``todo`` again, at its
     dilation x ``dilation_check`` (refused, like any dilation, where the cores could not carry it)."""
     if not p.dilation_check.factor:
         return []
-    link, out = hardware.load(hardware.emulated(p.emulate.hardware)).link, []
+    link, out = prof.link, []
     for method in p.emulate.methods:
         multi = [c for c in todo if c["method"] == method and c["workers"] > 1]
         if multi:
@@ -137,18 +144,12 @@ def _same_baseline(todo: list[dict]) -> list[dict]:
     return todo
 
 
-def _models(p: DistributedParams) -> list[dict]:
-    q = p.model_copy(update={"models": p.emulate.models, "image_size": 0})  # the paper's sizes
-    return runs.model_specs(q)
-
-
-def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The emulated grid (see the module docstring); ``audit`` gives the models' sizes for the memory check."""
-    prof = hardware.load(hardware.emulated(p.emulate.hardware))
-    todo = plan(p, audit)
-    second = check_plan(p, todo)  # refuses, like plan, before any process starts
-    q = p.model_copy(update={"steps": p.emulate.steps, "warmup_steps": p.emulate.warmup_steps})
-    models = _models(p)
+def measure(run, p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The emulated grid ``p.emulate`` on the hardware profile ``prof`` (see the module docstring); ``audit``
+    gives the models' sizes for the memory check."""
+    todo = plan(p, prof, audit)
+    second = check_plan(p, prof, todo)  # refuses, like plan, before any process starts
+    models = runs.model_specs(p, p.emulate.models, image_size=0)  # the paper's sizes
     # seconds for one worker's batch: the profile's images/s at its batch, scaled to ours
     t_grad = {m["name"]: prof.t_grad(m["name"], p.batch_size, prof.batch) for m in models}
     run.note("emulation", f"hardware profile {prof.name}: {prof.description}; source: {prof.source}; "
@@ -164,33 +165,34 @@ def measure(run, p: DistributedParams, audit: pd.DataFrame) -> dict[str, pd.Data
             for c in grid:
                 name = f"emulated-{c['method']}-{c['workers']}" + (f"-run{rep}" if repeats > 1 else "")
                 net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
-                s, _ = runs.cluster_run(c["method"], c["workers"], q, run.dir / "clusters" / name, network=net,
-                                        models=models, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+                s, _ = runs.cluster_run(c["method"], c["workers"], p, run.dir / "clusters" / name, grid=p.emulate,
+                                        network=net, models=models,
+                                        emulate={"t_grad": t_grad, "dilation": c["dilation"]})
                 summary += [dict(r, dilation=c["dilation"], hardware=prof.name, run=rep) for r in s]
                 progress.done(f"{c['method']}, {c['workers']} worker(s), run {rep}", f"dilation {c['dilation']:g}")
     each = pd.DataFrame(summary).drop(columns=["window_bytes"], errors="ignore")
     tp = mean_of_runs(each)
     out = {"emulated_runs": each, "emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp),
            "emulated_ratios": ratios(tp), "emulation_checks": checks(each, t_grad, p.batch_size),
-           "emulated_limits": limits(p, audit)}
-    again = _dilation_check(run, p, q, [c for c in second if c["method"] not in skip], models, t_grad)
+           "emulated_limits": limits(p, prof, audit)}
+    again = _dilation_check(run, p, prof, [c for c in second if c["method"] not in skip], models, t_grad)
     if len(again):
         out["emulated_dilation_check"] = again
         out["emulation_checks"] = pd.concat([out["emulation_checks"], dilation_checks(tp, again)], ignore_index=True)
     return out
 
 
-def _dilation_check(run, p: DistributedParams, q: DistributedParams, todo: list[dict], models: list[dict],
+def _dilation_check(run, p: DistributedParams, prof: hardware.Profile, todo: list[dict], models: list[dict],
                     t_grad: dict) -> pd.DataFrame:
     """The clusters of :func:`check_plan`, run with ``dilation_check.models`` (their summary rows)."""
-    prof, rows = hardware.load(hardware.emulated(p.emulate.hardware)), []
+    rows = []
     chosen = [m for m in models if m["name"] in p.dilation_check.models]
     with Progress(log, "dilation-check clusters", len(todo)) as progress:
         for c in todo:
             net = cluster.Network(bandwidth=hardware.dilated_rate(prof.link, c["dilation"]))
-            s, _ = runs.cluster_run(c["method"], c["workers"], q,
-                                    run.dir / "clusters" / f"dilation-check-{c['method']}", network=net,
-                                    models=chosen, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
+            s, _ = runs.cluster_run(c["method"], c["workers"], p,
+                                    run.dir / "clusters" / f"dilation-check-{c['method']}", grid=p.emulate,
+                                    network=net, models=chosen, emulate={"t_grad": t_grad, "dilation": c["dilation"]})
             rows += [dict(r, dilation=c["dilation"], against=c["against"], hardware=prof.name) for r in s]
             progress.done(f"{c['method']}, {c['workers']} worker(s)", f"dilation {c['dilation']:g}")
     return pd.DataFrame(rows).drop(columns=["window_bytes"], errors="ignore")
@@ -215,8 +217,8 @@ def mean_of_runs(each: pd.DataFrame) -> pd.DataFrame:
 LIMIT_WORKERS = (2, 4, 6, 8, 10, 12, 16, 20)  # the paper's PS grid went to 10 processes, Horovod to 20
 
 
-def limits(p: DistributedParams, audit: pd.DataFrame, workers=LIMIT_WORKERS, cores: int | None = None,
-           available: float | None = None) -> pd.DataFrame:
+def limits(p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame, workers=LIMIT_WORKERS,
+           cores: int | None = None, available: float | None = None) -> pd.DataFrame:
     """Where the emulated grid stops on this machine, and why: per method, model and worker count the
     dilation the cores need (:func:`flows`), the memory the cluster needs (refused above what is
     available), and the wall minutes of one warm-up plus one timed step (the dilated wait and the
@@ -225,7 +227,7 @@ def limits(p: DistributedParams, audit: pd.DataFrame, workers=LIMIT_WORKERS, cor
 
     cores = cores or os.cpu_count() or 1
     available = available if available is not None else float(psutil.virtual_memory().available)
-    prof, a = hardware.load(hardware.emulated(p.emulate.hardware)), audit.set_index("model")
+    a = audit.set_index("model")
     models = [m for m in a.index if m in prof.t_grad_s and pd.notna(a.loc[m, "ours_params_m"])]
     rows = []
     for method in ("ring", "ps_sync"):

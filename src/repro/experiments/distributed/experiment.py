@@ -69,6 +69,7 @@ from repro.experiments.distributed.common import (
 )
 from repro.experiments.distributed.paramtypes import DistributedParams
 from repro.ml import data as _data
+from repro.predict.hardware import Profile
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +80,12 @@ __all__ = ["NAME", "PAPER", "METHODS", "LABELS", "HOROVOD_NOT_INSTALLED", "EXPER
 
 @dataclass
 class Inputs:
-    """What ``prepare`` checked: the models with their input sizes, and whether Horovod is missing."""
+    """What ``prepare`` checked: the models with their input sizes, whether Horovod is missing, and the emulated
+    grid's hardware profile (None: no emulation)."""
 
     models: list[dict]
     horovod_missing: bool
+    hardware: Profile | None
 
 
 def _dataset_info(p: DistributedParams, models: list[dict]) -> dict:
@@ -125,7 +128,7 @@ class Distributed(harness.Experiment[DistributedParams]):
         missing = "horovod" in p.methods and not programs.horovod_available()
         if missing:  # an optional backend: say so in one line and measure the other methods
             print(f"repro: {HOROVOD_NOT_INSTALLED}; the Horovod rows say so", file=sys.stderr, flush=True)
-        return Inputs(models, missing)
+        return Inputs(models, missing, emulation.profile(p))
 
     def measure(self, run, p: DistributedParams, inputs: Inputs) -> harness.Output:
         run.add_dataset(_dataset_info(p, inputs.models))
@@ -142,8 +145,8 @@ class Distributed(harness.Experiment[DistributedParams]):
         tables["bandwidth"] = runs.bandwidth_sweep(p, run.dir / "clusters", throughput)
         tables["faults"] = runs.fault_runs(p, run.dir / "clusters") if p.fault_tolerance \
             else pd.DataFrame(columns=FAULT_COLUMNS)
-        if p.emulate.hardware is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
-            tables.update(emulation.measure(run, p, tables["table1"]))
+        if inputs.hardware is not None:  # the paper's cluster replayed (repro.experiments.distributed.emulation)
+            tables.update(emulation.measure(run, p, inputs.hardware, tables["table1"]))
         if p.launcher == "slurm":
             tables["slurm_jobs"] = slurm.record(run, run.dir / "clusters", runs.SLURM_SCOPE)
         summary = {"cores": cores, "max_workers": max(p.workers),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pandas as pd
 
@@ -48,11 +50,34 @@ def slurm_tasks(p: DistributedParams) -> int:
     return tasks
 
 
-def model_specs(p: DistributedParams) -> list[dict]:
-    """``{"name", "image_size"}`` per model of the profile; a one-line error for a size too small."""
+class Grid(Protocol):
+    """What one cluster run reads of the grid it belongs to: steps per worker, timed and warm-up (the real grid:
+    the parameters themselves; the emulated one: ``p.emulate``; the bandwidth sweep: :func:`sweep_grid`)."""
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def warmup_steps(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    steps: int
+    warmup_steps: int = 1
+
+
+def sweep_grid(p: DistributedParams) -> SweepGrid:
+    """The bandwidth sweep's steps: ``sweep.steps`` timed after one warm-up step."""
+    return SweepGrid(p.sweep.steps)
+
+
+def model_specs(p: DistributedParams, names: list[str] | None = None, image_size: int | None = None) -> list[dict]:
+    """``{"name", "image_size"}`` per model of the profile (or ``names`` at ``image_size``, 0: the paper's);
+    a one-line error for a size too small."""
     specs = []
-    for m in p.models:
-        size = p.image_size or PAPER_SIZE[m]
+    for m in p.models if names is None else names:
+        size = (p.image_size if image_size is None else image_size) or PAPER_SIZE[m]
         if size < MIN_SIZE[m]:
             raise ParameterError(f"parameter 'image_size': model {m} needs images of at least {MIN_SIZE[m]} px, "
                                  f"got {size}")
@@ -72,14 +97,16 @@ def check_sweep(p: DistributedParams) -> None:
         raise ParameterError(f"parameter 'sweep.models': {missing[0]} is not among models {p.models}")
 
 
-def _common(p: DistributedParams, models: list[dict]) -> dict:
-    return {"models": models, "batch_size": p.batch_size, "warmup_steps": p.warmup_steps, "steps": p.steps,
+def _common(p: DistributedParams, grid: Grid, models: list[dict]) -> dict:
+    return {"models": models, "batch_size": p.batch_size, "warmup_steps": grid.warmup_steps, "steps": grid.steps,
             "learning_rate": p.learning_rate, "num_classes": p.num_classes, "seed": p.seed}
 
 
-def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Path, network=None,
-                models: list[dict] | None = None, emulate: dict | None = None) -> tuple[list[dict], list[dict]]:
-    """One cluster run (all models in turn): summary rows and per-worker rows.
+def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Path, grid: Grid | None = None,
+                network=None, models: list[dict] | None = None,
+                emulate: dict | None = None) -> tuple[list[dict], list[dict]]:
+    """One cluster run (all models in turn) of ``grid`` (its steps; None: the real grid, ``p``): summary rows
+    and per-worker rows.
 
     ``network``: a :class:`repro.cluster.Network` (the bandwidth sweep); then every summary row
     also carries the bytes moved in its timed window (``window_bytes``: task -> sent/received).
@@ -87,16 +114,16 @@ def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Pa
     """
     if method not in METHODS:
         raise ParameterError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
-    models = models or model_specs(p)
+    models, grid = models or model_specs(p), grid or p
     opts = dict(timeout=p.timeout, ready_timeout=120, run_dir=cluster_dir,
                 env=cluster.thread_env(p.threads_per_worker), network=network,
                 launcher=p.launcher if network is None and emulate is None else "local")
-    common = _common(p, models) | ({"emulate": emulate} if emulate else {})
+    common = _common(p, grid, models) | ({"emulate": emulate} if emulate else {})
     k = float(emulate["dilation"]) if emulate else 1.0
     if method in ALLREDUCE:
         res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=0, chief=False, program_roles=("worker",),
                                   kwargs=common, **opts)
-        return _allreduce_rows(method, workers, p, models, res, network is not None, k)
+        return _allreduce_rows(method, workers, p, grid, models, res, network is not None, k)
     res = cluster.run_cluster(PROGRAMS[method], workers=workers, ps=p.ps,
                               kwargs={"method": method, **common}, **opts)
     summary, per_worker = [], []
@@ -107,14 +134,14 @@ def cluster_run(method: str, workers: int, p: DistributedParams, cluster_dir: Pa
                  "updates": r["updates"], "all_updates": r["all_updates"], "parameters": r["parameters"]}
         if network is not None:
             extra["window_bytes"] = res.bytes_between(*r["window"])
-        row = _summary_row(method, workers, m, p, steps, seconds, extra)
+        row = _summary_row(method, workers, m, p, grid, steps, seconds, extra)
         row["scheduled_steps"] = r["scheduled_steps"]
         summary.append(row)
         per_worker += [_worker_row(method, workers, m, i, s, t, p) for i, (s, t) in enumerate(zip(steps, seconds))]
     return summary, per_worker
 
 
-def _allreduce_rows(method, workers, p, models, res, network: bool,
+def _allreduce_rows(method, workers, p, grid: Grid, models, res, network: bool,
                     dilation: float = 1.0) -> tuple[list[dict], list[dict]]:
     per_task = [res.results[f"worker:{i}"] for i in range(workers)]
     summary, per_worker = [], []
@@ -128,15 +155,15 @@ def _allreduce_rows(method, workers, p, models, res, network: bool,
         if network:  # each worker's own link, over its own timed window
             extra["window_bytes"] = {f"worker:{i}": res.bytes_between(*t["window"])[f"worker:{i}"]
                                      for i, t in enumerate(tasks)}
-        summary.append(_summary_row(method, workers, m, p, steps, seconds, extra))
+        summary.append(_summary_row(method, workers, m, p, grid, steps, seconds, extra))
         per_worker += [_worker_row(method, workers, m, i, s, t, p) for i, (s, t) in enumerate(zip(steps, seconds))]
     return summary, per_worker
 
 
-def _summary_row(method, workers, m, p, steps, seconds, extra) -> dict:
+def _summary_row(method, workers, m, p, grid: Grid, steps, seconds, extra) -> dict:
     ips = images_per_second(p.batch_size, steps, seconds)
     return {"method": method, "workers": workers, "model": m["name"], "image_size": m["image_size"],
-            "batch_size": p.batch_size, "warmup_steps": p.warmup_steps, "steps_total": int(sum(steps)),
+            "batch_size": p.batch_size, "warmup_steps": grid.warmup_steps, "steps_total": int(sum(steps)),
             "scheduled_steps": int(sum(steps)), "seconds": max(seconds),
             "images_per_sec_mean": ips["mean"], "images_per_sec_stderr": ips["stderr"],
             "total_images_per_sec": ips["total"], **extra}
@@ -215,13 +242,12 @@ def bandwidth_sweep(p: DistributedParams, base: Path, throughput: pd.DataFrame) 
     models = [m for m in model_specs(p) if m["name"] in p.sweep.models]
     at_n = throughput[throughput["workers"] == n]
     compute_bound = {(r.method, r.model): r.total_images_per_sec for r in at_n.itertuples()}
-    q = p.model_copy(update={"steps": p.sweep.steps, "warmup_steps": 1})
     rows: list[dict] = []
     with Progress(log, "bandwidth sweep clusters", len(p.sweep.bandwidths) * len(p.sweep.methods)) as progress:
         for bw in p.sweep.bandwidths:
             for method in p.sweep.methods:
-                summary, _ = cluster_run(method, n, q, base / f"sweep-{method}-{bw}",
+                summary, _ = cluster_run(method, n, p, base / f"sweep-{method}-{bw}", grid=sweep_grid(p),
                                          network=cluster.Network(bandwidth=bw), models=models)
-                rows += sweep_rows(method, bw, summary, q, compute_bound)
+                rows += sweep_rows(method, bw, summary, p, compute_bound)
                 progress.done(f"{method} at {bw}")
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)

@@ -33,7 +33,7 @@ from repro.core import verdicts as V
 from repro.core.params import ParameterError
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup import rounding
-from repro.experiments.speedup.paramtypes import SpeedupParams
+from repro.experiments.speedup.paramtypes import SpeedupEmulate, SpeedupParams
 from repro.experiments.speedup.programs import NULL_NETWORK as NULL
 from repro.predict import hardware
 
@@ -67,19 +67,9 @@ class Emulation:
         return out
 
 
-def params_for(p: SpeedupParams) -> SpeedupParams:
-    """The measuring parameters of the emulated grid (what :mod:`~repro.experiments.speedup.measure` reads)."""
-    link = hardware.load(hardware.emulated(p.emulate.hardware)).link
-    e = p.emulate
-    grid = p.measure.model_copy(update={"networks": e.networks, "workers": e.workers, "servers": e.servers,
-                                        "modes": e.modes, "batch": e.batch, "batches": e.batches,
-                                        "image_size": p.input_size, "classes": p.num_classes})
-    return p.model_copy(update={"measure": grid, "probe_links": [link], "train_link": link})
-
-
-def replay_params(q: SpeedupParams, p: SpeedupParams) -> SpeedupParams:  # the grid's, at the replay's batches
-    return q.model_copy(update={"measure": q.measure.model_copy(update={"batches": p.replay.batches,
-                                                                          "modes": p.replay.modes})})
+def replay_grid(p: SpeedupParams) -> SpeedupEmulate:
+    """The emulated grid at the replay's batches and modes (its clusters: :func:`replay`)."""
+    return p.emulate.model_copy(update={"batches": p.replay.batches, "modes": p.replay.modes})
 
 
 def check(p: SpeedupParams) -> None:
@@ -89,13 +79,13 @@ def check(p: SpeedupParams) -> None:
         return
     if not p.count_parameters:
         raise ParameterError("parameter 'count_parameters': the emulation needs the model sizes (set it true)")
-    sm.check(params_for(p))
+    sm.check_grid(p.emulate, "emulate")
     if p.replay.repeats:
         if "distributed" not in p.emulate.servers or not set(p.replay.networks) <= set(p.emulate.networks):
             raise ParameterError("parameter 'replay.networks': the replay re-runs the distributed-server cluster "
                                  "of the emulated grid (emulate.servers needs distributed, emulate.networks these "
                                  f"networks), got {p.replay.networks}")
-        sm.check(replay_params(params_for(p), p))
+        sm.check_grid(replay_grid(p), "replay")
 
 
 def flows(server: str, n: int, modes: list[str], ps_on_workers: bool = False) -> int:
@@ -194,16 +184,22 @@ def dilation_check(main: pd.DataFrame, again: pd.DataFrame, t_grad: dict, d: int
     return out
 
 
-def setup(p: SpeedupParams) -> Emulation:
-    prof = hardware.load(hardware.emulated(p.emulate.hardware))
+def profile(p: SpeedupParams) -> hardware.Profile | None:
+    """The hardware profile of the emulated grid (``emulate.hardware``; None: no emulation), loaded once in
+    ``prepare`` and carried in its inputs."""
+    return None if p.emulate.hardware is None else hardware.load(p.emulate.hardware)
+
+
+def setup(p: SpeedupParams, prof: hardware.Profile) -> Emulation:
     mean = float(np.mean([prof.t_grad(m) for m in p.emulate.networks]))
     return Emulation(profile=prof, cores=os.cpu_count() or 1, extra_t_grad={NULL: mean},
                      probe_dilation=max(1.0, p.dilation))
 
 
-def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
-    """The emulated grid, its checks and its comparison with both models (tables named in the module docstring)."""
-    emu, q = setup(p), params_for(p)
+def measure(run, p: SpeedupParams, prof: hardware.Profile, sizes: dict[str, int]) -> dict[str, pd.DataFrame]:
+    """The emulated grid ``p.emulate`` on the hardware profile ``prof``, its checks and its comparison with both
+    models (tables named in the module docstring)."""
+    emu, grid = setup(p, prof), p.emulate
     todo = plan(p, emu, sizes)  # refuses (CPU, memory) before any process starts
     again = plan(p, emu, sizes, workers=[max(p.emulate.workers)], factor=p.dilation_check) \
         if p.dilation_check > 0 else []
@@ -211,33 +207,33 @@ def measure(run, p: SpeedupParams, sizes: dict[str, int]) -> dict[str, pd.DataFr
     run.note("emulation", f"hardware profile {emu.profile.name}: {emu.profile.description}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {emu.profile.topology}")
     base = run.dir / "clusters" / "emulated"  # the real grid's clusters are in clusters/ (probe-1gbit, ...)
-    probes = sm.probes(q, base, emu)
-    both = sm.runs(q, base, emu, todo, tag="emulated")
+    probes = sm.probes(p, grid, base, emu)
+    both = sm.runs(p, grid, base, emu, todo, tag="emulated")
     runs = both[both["network"] != NULL].reset_index(drop=True)
-    cmp = sm.compare(runs, probes, q, emu.cores, emulated=True)
+    cmp = sm.compare(runs, probes, p, grid, emu.cores, emu)
     checks = [lone_transfers(probes, emu.profile.link)]
     if p.emulate.validation:
-        checks.append(no_communication(both, emu.extra_t_grad[NULL], q.measure.batches))
+        checks.append(no_communication(both, emu.extra_t_grad[NULL], grid.batches))
     tables = {"emulated_probes": probes, "emulated_runs": runs, "emulated_vs_predicted": cmp,
               "emulated_errors": sm.errors(cmp), "emulation_checks": pd.concat(checks, ignore_index=True)}
     if again:
-        second = sm.runs(q, base, emu, again, tag="dilation-check")
+        second = sm.runs(p, grid, base, emu, again, tag="dilation-check")
         t_grad = {m: emu.profile.t_grad(m) for m in p.emulate.networks}
-        tables["dilation_check"] = dilation_check(runs, second, t_grad, q.measure.batches)
+        tables["dilation_check"] = dilation_check(runs, second, t_grad, grid.batches)
     if p.replay.repeats:
-        tables["emulated_replay"] = replay(p, emu, q, base, todo)
+        tables["emulated_replay"] = replay(p, emu, base, todo)
     return tables
 
 
-def replay(p: SpeedupParams, emu: Emulation, q: SpeedupParams, base, todo: list[dict]) -> pd.DataFrame:
+def replay(p: SpeedupParams, emu: Emulation, base, todo: list[dict]) -> pd.DataFrame:
     """The distributed-server cluster with the most workers, for ``replay.networks`` in ``replay.modes``,
     ``replay.repeats`` times at D = ``replay.batches``, each a new cluster at the grid's dilation for it;
     one row per run, with its speedup D t_grad / seconds."""
     n = max(p.emulate.workers)
     k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)
-    r = replay_params(q, p)
+    grid = replay_grid(p)
     cluster_ = [{"server": "distributed", "workers": n, "networks": list(p.replay.networks), "dilation": k}]
-    out = pd.concat([sm.runs(r, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
+    out = pd.concat([sm.runs(p, grid, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
                      for i in range(p.replay.repeats)], ignore_index=True)
     out = out[~out["semaphore"].astype(bool)].reset_index(drop=True)
     out["batches"] = p.replay.batches

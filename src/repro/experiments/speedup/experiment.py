@@ -21,6 +21,7 @@ ledger is judged from ``predictions`` and ``measured_vs_predicted`` alone.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -59,9 +60,9 @@ def _measure(run, p: SpeedupParams) -> dict[str, pd.DataFrame]:
                                                                                     p.measure.image_size, 3],
                      "classes": p.measure.classes, "n_train": p.measure.batch, "n_test": 0})
     base = run.dir / "clusters"
-    probes = sm.probes(p, base)
-    measured = sm.runs(p, base)
-    cmp = sm.compare(measured, probes, p, cores)
+    probes = sm.probes(p, p.measure, base)
+    measured = sm.runs(p, p.measure, base)
+    cmp = sm.compare(measured, probes, p, p.measure, cores)
     return {"probes": probes, "runs": measured, "measured_vs_predicted": cmp, "errors": sm.errors(cmp),
             "choices": sm.choices(cmp), "semaphore_effect": sm.semaphore_effect(cmp, p.measure.batches)}
 
@@ -116,13 +117,22 @@ def summarise(grid: pd.DataFrame, p: SpeedupParams) -> dict:
     return out
 
 
+@dataclass
+class Inputs:
+    """What ``prepare`` loaded: thesis Table 6.1, and the emulated grid's hardware profile (None: no emulation)."""
+
+    table: pd.DataFrame
+    hardware: hardware.Profile | None
+
+
 class Speedup(harness.Experiment[SpeedupParams]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
 
-    def prepare(self, p: SpeedupParams) -> pd.DataFrame:
-        """Thesis Table 6.1; with ``measure``, one-line errors for the measuring configuration before any run."""
+    def prepare(self, p: SpeedupParams) -> Inputs:
+        """Thesis Table 6.1 and the hardware profile; with ``measure``, one-line errors for the measuring
+        configuration before any run."""
         if p.measure.enabled:
             sm.check(p)
         emulation.check(p)
@@ -130,9 +140,10 @@ class Speedup(harness.Experiment[SpeedupParams]):
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
         if p.measure.enabled and sm.slurm_tasks(p):  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(sm.slurm_tasks(p))
-        return table_6_1(p.networks)
+        return Inputs(table_6_1(p.networks), emulation.profile(p))
 
-    def measure(self, run, p: SpeedupParams, table: pd.DataFrame) -> harness.Output:
+    def measure(self, run, p: SpeedupParams, inputs: Inputs) -> harness.Output:
+        table = inputs.table
         run.note("inputs", "t_grad and t_comm of thesis Table 6.1 (repro/paperdata/reported.csv); no dataset is used")
         limits = {net: (p.max_workers_vgg16e if net == "VGG16E" else p.max_workers) for net in p.networks}
         grid = predict_grid(table, p.batches, limits, semaphore=p.semaphore, rounding=p.rounding)
@@ -143,9 +154,9 @@ class Speedup(harness.Experiment[SpeedupParams]):
             tables.update(_measure(run, p))
         else:
             run.note("measurements", "not run (measure=false): the thesis' predictions only")
-        if p.emulate.hardware is not None:
+        if inputs.hardware is not None:
             sizes = dict(zip(tables["parameters"]["network"], 4 * tables["parameters"]["ours"]))
-            tables.update(emulation.measure(run, p, sizes))
+            tables.update(emulation.measure(run, p, inputs.hardware, sizes))
         if p.measure.enabled and sm.slurm_tasks(p):
             tables["slurm_jobs"] = slurm.record(run, run.dir, sm.SLURM_SCOPE)
         summary = summarise(grid, p)

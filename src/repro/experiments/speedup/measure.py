@@ -58,7 +58,7 @@ from repro.core.params import ParameterError
 from repro.core.progress import Progress
 from repro.experiments.speedup import accuracy
 from repro.experiments.speedup import equations as eq
-from repro.experiments.speedup.paramtypes import SpeedupParams
+from repro.experiments.speedup.paramtypes import SpeedupGrid, SpeedupMeasure, SpeedupParams
 
 log = logging.getLogger(__name__)
 
@@ -183,36 +183,47 @@ def slurm_tasks(p: SpeedupParams) -> int:
 
 
 def check(p: SpeedupParams) -> None:
-    """One-line errors for a measuring configuration, before anything runs."""
-    for n in p.measure.workers:
-        if "sync-split" in p.measure.modes and p.measure.batch % n:
-            raise ParameterError(f"parameter 'measure.batch': sync-split needs it divisible by every worker count, "
-                                 f"{p.measure.batch} is not divisible by {n}")
-        if p.measure.batches < n:
-            raise ParameterError(f"parameter 'measure.batches': D = {p.measure.batches} is smaller than "
-                                 f"{n} workers")
+    """One-line errors for the measuring configuration (``p.measure`` on ``probe_links``), before anything runs."""
+    check_grid(p.measure, "measure")
     if p.train_link not in p.probe_links:
         raise ParameterError(f"parameter 'train_link': {p.train_link!r} must be one of probe_links "
                              f"{p.probe_links} (its probe gives the predictions' inputs)")
 
 
-def probes(p: SpeedupParams, base: Path, emu=None) -> pd.DataFrame:
-    """One probe cluster per link: t_grad per batch size, t_pull, t_push, t_lat per network.
+def check_grid(grid: SpeedupGrid, group: str) -> None:
+    """One-line errors for one grid (``p.measure``, ``p.emulate``; ``group`` names its parameters)."""
+    for n in grid.workers:
+        if "sync-split" in grid.modes and grid.batch % n:
+            raise ParameterError(f"parameter '{group}.batch': sync-split needs it divisible by every worker count, "
+                                 f"{grid.batch} is not divisible by {n}")
+        if grid.batches < n:
+            raise ParameterError(f"parameter '{group}.batches': D = {grid.batches} is smaller than {n} workers")
 
-    ``emu`` (:class:`repro.experiments.speedup.emulation.Emulation`): the link runs dilated, times
-    are divided by the dilation, and ``t_grad`` is the hardware profile's, not measured.
-    """
-    sizes = sorted({p.measure.batch} | {p.measure.batch // n for n in p.measure.workers
-                                            if "sync-split" in p.measure.modes})
+
+def inputs(p: SpeedupParams, grid: SpeedupGrid) -> tuple[int, int]:
+    """(input size, classes) of a grid's networks: the measured grid's own; else ``input_size``, ``num_classes``."""
+    return (grid.image_size, grid.classes) if isinstance(grid, SpeedupMeasure) else (p.input_size, p.num_classes)
+
+
+def train_link(p: SpeedupParams, emu=None) -> str:  # of a grid's training clusters: the profile's where emulated
+    return emu.profile.link if emu else p.train_link
+
+
+def probes(p: SpeedupParams, grid: SpeedupGrid, base: Path, emu=None) -> pd.DataFrame:
+    """One probe cluster per link (``probe_links``; emulated: the profile's): t_grad per batch size of ``grid``,
+    t_pull, t_push, t_lat per network. ``emu`` (:class:`repro.experiments.speedup.emulation.Emulation`): the link
+    runs dilated, times are divided by the dilation, and ``t_grad`` is the hardware profile's, not measured."""
+    sizes = sorted({grid.batch} | {grid.batch // n for n in grid.workers if "sync-split" in grid.modes})
+    image_size, classes = inputs(p, grid)
     rows = []
     env = cluster.thread_env(p.threads_per_worker)
     k = emu.probe_dilation if emu else 1.0
-    for link in p.probe_links:
+    for link in ([emu.profile.link] if emu else p.probe_links):
         net = emu.network(link, k) if emu else _network_arg(link)
         res = cluster.run_cluster(f"{PROGRAMS}:probe", workers=1, ps=1, network=net, env=env,
                                   launcher=launcher(p, net),
-                                  kwargs={"networks": p.measure.networks, "image_size": p.measure.image_size,
-                                          "num_classes": p.measure.classes, "batch_sizes": [] if emu else sizes,
+                                  kwargs={"networks": grid.networks, "image_size": image_size,
+                                          "num_classes": classes, "batch_sizes": [] if emu else sizes,
                                           "repeats": p.repeats, "warmup": 2, "seed": p.seed},
                                   timeout=p.timeout, ready_timeout=120, run_dir=base / f"probe-{link}")
         for r in res.results["chief:0"]["networks"]:
@@ -220,7 +231,7 @@ def probes(p: SpeedupParams, base: Path, emu=None) -> pd.DataFrame:
                       "parameters": r["parameters"], "bytes": r["bytes"], "dilation": k}
             for q in ("t_pull", "t_push", "t_latency"):
                 rows.append({**common, "quantity": q, "batch": np.nan, **_stat_cols(r[q], k)})
-            t_grad = emu.t_grad_stats(r["network"], sizes, p.measure.batch) if emu else r["t_grad"]
+            t_grad = emu.t_grad_stats(r["network"], sizes, grid.batch) if emu else r["t_grad"]
             for b, st in t_grad.items():
                 rows.append({**common, "quantity": "t_grad", "batch": int(b), **_stat_cols(st)})
     return pd.DataFrame(rows)
@@ -232,28 +243,26 @@ def _stat_cols(st: dict, dilation: float = 1.0) -> dict:
             "max_s": st["max"] / k, "repeats": st["n"], "cpu_s": st["cpu_seconds"]}
 
 
-def runs(p: SpeedupParams, base: Path, emu=None, plan=None, tag: str = "train") -> pd.DataFrame:
-    """One training cluster per (server, N): every network and mode; wall time of D batches.
-
+def runs(p: SpeedupParams, grid: SpeedupGrid, base: Path, emu=None, plan=None, tag: str = "train") -> pd.DataFrame:
+    """One training cluster per (server, N) of ``grid``: every network and mode; wall time of D batches.
     ``emu``: emulated compute; ``plan`` (from ``emu.plan``) gives each cluster its networks and
-    dilation; seconds are divided by the dilation and the busiest link's rate is recorded.
-    """
+    dilation; seconds are divided by the dilation and the busiest link's rate is recorded."""
     rows = []
     env = cluster.thread_env(p.threads_per_worker)
-    plan = plan or [{"server": s, "workers": n, "networks": p.measure.networks, "dilation": 1.0}
-                    for s in p.measure.servers for n in p.measure.workers]
+    image_size, classes = inputs(p, grid)
+    plan = plan or [{"server": s, "workers": n, "networks": grid.networks, "dilation": 1.0}
+                    for s in grid.servers for n in grid.workers]
     with Progress(log, f"speedup {tag} clusters", len(plan),
                   weights=[c["dilation"] * len(c["networks"]) for c in plan]) as progress:
         for c in plan:
             server, n, k = c["server"], c["workers"], c["dilation"]
-            kwargs = {"networks": c["networks"], "server": server, "image_size": p.measure.image_size,
-                      "num_classes": p.measure.classes, "batch_size": p.measure.batch,
-                      "batches": p.measure.batches, "modes": p.measure.modes,
+            kwargs = {"networks": c["networks"], "server": server, "image_size": image_size,
+                      "num_classes": classes, "batch_size": grid.batch, "batches": grid.batches, "modes": grid.modes,
                       "semaphore": p.semaphore and n > 1,  # one worker: nothing to serialise
                       "learning_rate": 0.01, "warmup_iterations": 1, "seed": p.seed}
             if emu:
                 kwargs["emulate"] = {"t_grad": emu.profile.t_grad_s | emu.extra_t_grad, "dilation": k}
-            link = emu.network(p.train_link, k, server) if emu else _network_arg(p.train_link)
+            link = emu.network(train_link(p, emu), k, server) if emu else _network_arg(p.train_link)
             res = cluster.run_cluster(
                 f"{PROGRAMS}:train", workers=n, ps=1 if server == "central" else n, network=link, env=env,
                 launcher=launcher(p, link), timeout=p.timeout, ready_timeout=180,
@@ -292,14 +301,12 @@ def _probe_value(pr: pd.DataFrame, link: str, network: str, quantity: str, batch
     return float(sel[column].iloc[0])
 
 
-def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: SpeedupParams, cores: int,
-            emulated: bool = False) -> pd.DataFrame:
-    """Measured time and speedup next to the thesis' and the extended model's, per configuration.
-
-    ``emulated``: every worker has its own emulated GPU (no core contention, no CPU bound) and
-    waits for all its weights before it computes (no overlap).
-    """
-    link, d, b = p.train_link, p.measure.batches, p.measure.batch
+def compare(measured: pd.DataFrame, pr: pd.DataFrame, p: SpeedupParams, grid: SpeedupGrid, cores: int,
+            emu=None) -> pd.DataFrame:
+    """Measured time and speedup of ``grid``'s runs next to the thesis' and the extended model's, per configuration.
+    ``emu`` (emulated): every worker has its own emulated GPU (no core contention, no CPU bound) and waits for all
+    its weights before it computes (no overlap)."""
+    link, d, b, emulated = train_link(p, emu), grid.batches, grid.batch, emu is not None
     rows = []
     for r in measured.itertuples():
         t_grad = _probe_value(pr, link, r.network, "t_grad", b)

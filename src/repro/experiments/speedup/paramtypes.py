@@ -10,30 +10,29 @@ from repro.core.params import NULL, Bool, Float, Int, Str, one_of
 from repro.core.paramtypes import Group, Params
 
 
-class SpeedupMeasure(Group):
+class SpeedupGrid(Group):
+    """speedup: the fields measure, emulate share (shape Grid)."""
+
+    networks: Annotated[list[Str], Field(min_length=1), one_of('VGG16E', 'GoogLeNet', 'SqueezeNet', 'Resnet34')]
+    batch: Annotated[Int, Field(ge=1, le=4096)]
+    batches: Annotated[Int, Field(ge=1, le=100000)]
+    workers: Annotated[list[Annotated[Int, Field(ge=1, le=64)]], Field(min_length=1)]
+    servers: Annotated[list[Str], Field(min_length=1), one_of('central', 'distributed')]
+    modes: Annotated[list[Str], Field(min_length=1), one_of('sync-join', 'sync-split', 'async')]
+
+
+class SpeedupMeasure(SpeedupGrid):
     """speedup: the measured grid on a real local cluster (the parameters measure.*)."""
 
     enabled: Bool
-    networks: Annotated[list[Str], Field(min_length=1), one_of('VGG16E', 'GoogLeNet', 'SqueezeNet', 'Resnet34')]
     image_size: Annotated[Int, Field(ge=32, le=1024)]
     classes: Annotated[Int, Field(ge=2, le=100000)]
-    batch: Annotated[Int, Field(ge=1, le=4096)]
-    batches: Annotated[Int, Field(ge=1, le=100000)]
-    workers: Annotated[list[Annotated[Int, Field(ge=1, le=64)]], Field(min_length=1)]
-    servers: Annotated[list[Str], Field(min_length=1), one_of('central', 'distributed')]
-    modes: Annotated[list[Str], Field(min_length=1), one_of('sync-join', 'sync-split', 'async')]
 
 
-class SpeedupEmulate(Group):
+class SpeedupEmulate(SpeedupGrid):
     """speedup: the grid with emulated compute on emulated links (the parameters emulate.*)."""
 
     hardware: Annotated[Str | None, NULL]
-    networks: Annotated[list[Str], Field(min_length=1), one_of('VGG16E', 'GoogLeNet', 'SqueezeNet', 'Resnet34')]
-    workers: Annotated[list[Annotated[Int, Field(ge=1, le=64)]], Field(min_length=1)]
-    servers: Annotated[list[Str], Field(min_length=1), one_of('central', 'distributed')]
-    modes: Annotated[list[Str], Field(min_length=1), one_of('sync-join', 'sync-split', 'async')]
-    batch: Annotated[Int, Field(ge=1, le=4096)]
-    batches: Annotated[Int, Field(ge=1, le=100000)]
     validation: Bool
 
 
