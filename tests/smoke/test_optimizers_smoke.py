@@ -84,8 +84,8 @@ def test_smoke_notebook_writes_a_row_per_optimizer_and_epoch(smoke_runs):
         label = optimizers.LABELS[opt]
         assert table.loc[label, "ours_final_accuracy"] == pytest.approx(summary.loc[opt, "final_accuracy"])
         assert table.loc[label, "ours_rank"] == summary.loc[opt, "rank"]
-    gate = (f"not comparable (mnist_subset_rgb32 stands in for cifar10; {p['train_samples']:,} training images, "
-            f"not 50,000; {p['epochs']} epochs, not 150)")
+    gate = (f"not comparable (mnist_subset_rgb32 stands in for cifar10; {p.train_samples:,} training images, "
+            f"not 50,000; {p.epochs} epochs, not 150)")
     assert (table["verdict"] == gate).all()
     led = pd.read_csv(run / "ledger.csv")
     stated = led["id"] == "data_type_and_size"  # a stated claim that no run of ours can test

@@ -190,7 +190,7 @@ def test_distributed_smoke_through_slurm_matches_local(testbed, tmp_path):
     state; the emulated grid and the bandwidth sweep shape their own links and run locally either way, so
     they are off here): the same tables, throughputs within FACTOR, the same ledger categories; every
     SLURM job recorded (scheduler, job ids, nodes, elapsed)."""
-    over = {"emulate": None, "sweep_bandwidths": None}
+    over = {"emulate": {"hardware": None}, "sweep": {"bandwidths": None}}
     local = harness.run(harness.experiment("distributed"), "smoke", over, root=tmp_path / "local").run_dir
     res = harness.run(harness.experiment("distributed"), "smoke", {**over, "launcher": "slurm"}, root=tmp_path)
     tp = _compare(local, res.run_dir, "throughput", ["method", "workers", "model"], "total_images_per_sec")

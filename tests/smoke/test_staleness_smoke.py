@@ -62,8 +62,8 @@ def test_smoke_notebook_results(smoke_runs):
     assert (sync["updates"].to_numpy() * p["soft_sync"] >= plain["updates"].to_numpy()).all()
 
     log = pd.read_csv(run_dir / "thread_staleness_log.csv")
-    assert len(log) == sum(p["thread_workers"]) * p["thread_updates"] * len(p["thread_seeds"])  # per N and seed
-    assert set(log["seed"]) == set(p["thread_seeds"])
+    assert len(log) == sum(p["thread"]["workers"]) * p["thread"]["updates"] * len(p["thread"]["seeds"])  # per N and seed
+    assert set(log["seed"]) == set(p["thread"]["seeds"])
     assert (log["staleness"] == log["apply_version"] - log["read_version"]).all()
 
     claims = pd.read_csv(run_dir / "claims.csv")

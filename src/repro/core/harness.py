@@ -40,6 +40,7 @@ from repro.core.paramtypes import Params
 from repro.core.results import Run
 
 P = TypeVar("P", bound=Params)  # an experiment's parameters class (repro.core.paramtypes)
+In = TypeVar("In")  # what an experiment's prepare gives its measure (a dataset, a price table, an Inputs record)
 MEASURED_UNDER = "claims_measured_under"  # provenance: the claims' digests when the run began, its first verdicts
 
 
@@ -74,18 +75,18 @@ class Output:
 ExperimentError = _params.ParameterError  # an experiment folder whose EXPERIMENT does not fit the interface
 
 
-class Experiment(abc.ABC, Generic[P]):
+class Experiment(abc.ABC, Generic[P, In]):
     """What the harness needs of an experiment: subclass it in ``experiments/<name>/experiment.py`` and
     set ``EXPERIMENT`` to an instance; :func:`experiment` checks both when it finds the folder."""
 
     name: str  # the folder's name
 
     @abc.abstractmethod
-    def prepare(self, params: P) -> Any:
+    def prepare(self, params: P) -> In:
         """Load and check the inputs (datasets, price tables); raise before any run directory exists."""
 
     @abc.abstractmethod
-    def measure(self, run: Run, params: P, inputs: Any) -> Output:
+    def measure(self, run: Run, params: P, inputs: In) -> Output:
         """Do the work; record datasets and devices with ``run.add_dataset`` / ``run.note``."""
 
     @abc.abstractmethod

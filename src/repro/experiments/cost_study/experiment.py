@@ -168,7 +168,7 @@ def device_record(cores: list[int], gpu: dict) -> dict:
                               "environment": {str(k): training.thread_env(k) for k in cores}}}
 
 
-class CostStudy(harness.Experiment[CostStudyParams]):
+class CostStudy(harness.Experiment[CostStudyParams, dict]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

@@ -113,7 +113,7 @@ def _grid(run, p: DistributedParams, horovod_missing: bool) -> tuple[pd.DataFram
     return pd.DataFrame(summary), pd.DataFrame(per_worker)
 
 
-class Distributed(harness.Experiment[DistributedParams]):
+class Distributed(harness.Experiment[DistributedParams, Inputs]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

@@ -82,7 +82,7 @@ def compare_with_paper(summary: dict, params: MnistCnnParams, dataset: dict, opt
     ])
 
 
-class MnistCnn(harness.Experiment[MnistCnnParams]):
+class MnistCnn(harness.Experiment[MnistCnnParams, _data.Dataset]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

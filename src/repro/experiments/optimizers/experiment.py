@@ -71,7 +71,7 @@ def _device(p: OptimizersParams) -> dict:
     return device
 
 
-class Optimizers(harness.Experiment[OptimizersParams]):
+class Optimizers(harness.Experiment[OptimizersParams, _data.Dataset]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

@@ -125,7 +125,7 @@ class Inputs:
     hardware: hardware.Profile | None
 
 
-class Speedup(harness.Experiment[SpeedupParams]):
+class Speedup(harness.Experiment[SpeedupParams, Inputs]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME

@@ -79,7 +79,7 @@ from repro.ml import training
 NAME = "staleness"
 
 
-class Staleness(harness.Experiment[StalenessParams]):
+class Staleness(harness.Experiment[StalenessParams, _data.Dataset]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
