@@ -14,7 +14,6 @@ import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
-from repro.core.errors import BadInput  # noqa: E402
 from repro.experiments.distributed import modelcheck  # noqa: E402
 
 # three sources, seven points: links of links.yaml (10gbe is slower than pcie3, pcie3 than nvswitch-a100)
@@ -37,7 +36,7 @@ def result():
     t = t.assign(framework="horovod", method="horovod", gpu="v100", model="resnet50", precision="fp32",
                  data="synthetic", constant=0.9, error_pp=100 * (t["predicted"] - t["measured"]),
                  covered=(t["measured"] >= t["low"]) & (t["measured"] <= t["high"]))
-    t = t.assign(constant_pp=100 * (t["constant"] - t["measured"]))
+    t = t.assign(constant_pp=100 * (t["constant"] - t["measured"]), compute_s=t["batch"] / t["id"].map(SINGLE))
     per_source = pd.DataFrame({"source": ["alpha", "beta", "gamma"], "points": [2, 3, 2],
                                "median_pp": [7.0, 1.0, 5.0], "worst_pp": [12.0, 8.0, 9.0],
                                "constant_median_pp": [12.5, 17.0, 4.5], "coverage": [0.5, 2 / 3, 0.5]})
@@ -45,7 +44,7 @@ def result():
             "model": {"median_pp": 2.0, "p90_pp": 10.4, "worst_pp": 12.0},
             "constant": {"median_pp": 9.0, "p90_pp": 24.0, "worst_pp": 30.0},
             "rank_correlation": 0.75, "coverage": 4 / 7}
-    yield modelcheck.with_compute_time(base, dict(reversed(list(SINGLE.items()))))
+    yield modelcheck.with_transport(base)
     plt.close("all")
 
 
@@ -129,14 +128,11 @@ def test_the_glued_prose_carries_the_results_numbers(result, monkeypatch):
         assert number in glued["dist_loso_headline"]
 
 
-def test_a_point_without_a_one_gpu_rate_is_refused(result):
-    bare = {**result, "table": result["table"].drop(columns="compute_s")}
-    with pytest.raises(BadInput, match="no one-GPU images/s for 1 point.*: c-2"):
-        modelcheck.with_compute_time(bare, {k: v for k, v in SINGLE.items() if k != "c-2"})
+def test_the_real_check_carries_compute_time_and_transport_for_every_point():
+    """On the package's set: the check's own compute time per step (batch over the one-GPU rate) and the transport."""
+    from repro.predict import measured
 
-
-def test_a_table_with_its_own_compute_time_keeps_it(result):
-    own = {**result, "table": result["table"].assign(compute_s=0.5).drop(columns="transport")}
-    again = modelcheck.with_compute_time(own, {})
-    assert (again["table"]["compute_s"] == 0.5).all()
-    assert list(again["table"]["transport"]) == list(result["table"]["transport"])
+    t = modelcheck.evaluate()["table"]
+    single = {p.id: p.single_images_per_s for p in measured.load_all()}
+    assert np.allclose(t["compute_s"], t["batch"] / t["id"].map(single))
+    assert t["transport"].notna().all() and (t["transport"] != "none").all()

@@ -2,24 +2,21 @@
 leave-one-source-out check (:mod:`repro.predict.loso`) as a figure, a table and its residuals.
 
 :func:`evaluate` runs the check once (about ten seconds: one fit of the per-step overheads per source held out,
-nothing trained) and adds to its per-point table the two columns the residual panels need: ``transport`` (the
-link between hosts, or inside the host where the point has none between) and, where the check's table lacks it,
-``compute_s`` (the compute time of one step: the batch over the point's own one-GPU images/s). Every other
-function only reads that result:
+nothing trained) and adds to its per-point table the column the transport panel needs, ``transport`` (the link
+between hosts, or inside the host where the point has none between); the check's table carries ``compute_s``
+itself (the batch over the point's own one-GPU images/s). Every other function only reads that result:
 :func:`plot_predicted_vs_measured`, :func:`loso_table`, :func:`plot_residuals` and :func:`glue_numbers`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from repro.book import report
 from repro.book.plots import style
-from repro.core.errors import BadInput
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h", "p"]
 JITTER = 0.3  # half the width of a transport's column of points in the residual panel
@@ -31,11 +28,10 @@ TABLE_COLUMNS = {  # loso_table's columns and their labels (errors in percentage
 
 def evaluate(points: list | None = None) -> dict:
     """:func:`repro.predict.loso.evaluate` on the package's published measurements (or ``points``), its table
-    with ``transport`` and ``compute_s`` (:func:`with_compute_time`). Call it once per chapter."""
-    from repro.predict import loso, measured
+    with ``transport`` (:func:`with_transport`). Call it once per chapter."""
+    from repro.predict import loso
 
-    points = measured.load_all() if points is None else points
-    return with_compute_time(loso.evaluate(points), {p.id: p.single_images_per_s for p in points})
+    return with_transport(loso.evaluate(points))
 
 
 def transport(table: pd.DataFrame) -> pd.Series:
@@ -43,17 +39,9 @@ def transport(table: pd.DataFrame) -> pd.Series:
     return table["inter_link"].where(table["inter_link"] != "none", table["intra_link"])
 
 
-def with_compute_time(result: dict, single_images_per_s: Mapping[str, float]) -> dict:
-    """``result`` with its table's ``transport`` and ``compute_s`` (the compute time of one step: batch / the
-    point's one-GPU images/s, the point matched on ``id`` in ``single_images_per_s``; a table that has
-    ``compute_s`` already keeps its own). A point without a one-GPU rate is an error."""
-    t = result["table"]
-    if "compute_s" not in t:
-        missing = sorted(set(t["id"]) - set(single_images_per_s))
-        if missing:
-            raise BadInput(f"no one-GPU images/s for {len(missing)} point(s) of the check: {', '.join(missing[:5])}")
-        t = t.assign(compute_s=t["batch"] / t["id"].map(single_images_per_s).astype(float))
-    return {**result, "table": t.assign(transport=transport(t))}
+def with_transport(result: dict) -> dict:
+    """``result`` with its table's ``transport`` column."""
+    return {**result, "table": result["table"].assign(transport=transport(result["table"]))}
 
 
 def source_styles(sources) -> dict[str, tuple]:
