@@ -199,18 +199,20 @@ def interval(regime_name: str | None = None) -> tuple[float, float]:
     the leave-one-source-out residuals of the package's set; of the points of ``regime_name`` (:data:`REGIMES`)
     where it has :data:`MIN_REGIME_POINTS`, else of every point."""
     r = residuals()
-    own = r.loc[r["regime"] == regime_name, "residual"] if regime_name else r["residual"].iloc[:0]
-    res = own if len(own) >= MIN_REGIME_POINTS else r["residual"]
+    own = r.loc[r["regime"] == regime_name, "residual"]
+    res = own if regime_name and len(own) >= MIN_REGIME_POINTS else r["residual"]
     return float(res.quantile(INTERVAL[0])), float(res.quantile(INTERVAL[1]))
 
 
 def regime_of(prof, method: str, workers) -> str:
-    """The :data:`REGIMES` key a prediction on hardware profile ``prof`` falls in (synthetic data, float32)."""
-    if not prof.peer_to_peer and prof.gpus_per_host > 1:
-        return "no peer-to-peer"
-    if method.startswith("ps") and max(workers) > prof.gpus_per_host:
-        return "parameter servers over a network"
-    return "float32, all-reduce or servers on one host"
+    """The :data:`REGIMES` key a prediction on hardware profile ``prof`` falls in (synthetic data, float32): the
+    rule of :func:`regime`, given the prediction as a point (a network where ``workers`` exceed a host's GPUs)."""
+    from types import SimpleNamespace
+
+    network = "network" if max(workers) > prof.gpus_per_host else "none"
+    point = SimpleNamespace(data="synthetic", peer_to_peer=prof.peer_to_peer or prof.gpus_per_host == 1,
+                            method=method, inter_link=network, precision="fp32")
+    return regime(point)
 
 
 def with_interval(pred: pd.DataFrame, regime_name: str | None = None) -> pd.DataFrame:
