@@ -173,7 +173,9 @@ def test_a_drained_node_is_a_one_line_error(testbed, tmp_path):
         _wait_idle("n3")  # a resumed node answers SLURM's next ping first ("idle*" until then)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1] == ("repro: error: SLURM node n3 is drained (reason: disk check): "
-                                                   "a 4-task cluster needs 4 nodes of partition repro, 3 are usable")
+                                                   "a 4-task cluster needs 4 nodes of partition repro, 3 are usable "
+                                                   "(wait until it is back, or set SBATCH_PARTITION to a partition "
+                                                   "with usable nodes)")
     assert not list(tmp_path.rglob("provenance.json"))  # refused before the run opened
 
 
