@@ -367,14 +367,16 @@ def test_the_published_emulated_run_is_judged_as_checks_with_the_model_beside():
     model = led.loc[list(MODEL_FINDINGS)]
     # on the instance as built every model reaches about the same efficiency: closer than the model's error, so
     # "VGG scales worst" is not comparable rather than decided on the third decimal; "every model but vgg16 gains
-    # with each added process" (the model: every model gains, vgg16 too) is not comparable either: the interval of
-    # the regime its Horovod predictions fall in leaves a step open (on 2026-11-27, -0.12 to +0.04: from 10 to 12
-    # processes; every point's residuals, -0.12 to +0.03, would have decided it: a row this close is not decided)
-    assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "not comparable",
+    # with each added process" (the model: every model gains, vgg16 too) is inconsistent: across the interval of the
+    # regime its Horovod predictions fall in (12 sources, 10 origins each held out whole: -0.09 to +0.05) every step
+    # gains, the tightest (vgg16, 10 to 12 processes) by 1.9 % of throughput; with 10 sources each held out alone the
+    # interval (-0.12 to +0.04) left that step open and the row was not comparable: it sits on a knife's edge
+    assert model["category"].to_dict() == {"model_horovod": "not comparable", "model_ring_scaling": "inconsistent",
                                            "model_vgg_worst": "not comparable", "model_ps_efficiency": "not comparable"}
-    assert set(model["basis"]) == {"none"}
+    assert model["basis"].to_dict() == {"model_horovod": "none", "model_ring_scaling": "model",
+                                        "model_vgg_worst": "none", "model_ps_efficiency": "none"}
     assert "80 % interval" in led.loc["model_ring_scaling", "verdict"]
-    assert "vgg16: gains, vgg19: gains" in led.loc["model_ring_scaling", "verdict"]
+    assert "vgg16 gains too" in led.loc["model_ring_scaling", "verdict"]
     assert "published ps_sync measurements" in led.loc["model_horovod", "verdict"]
     assert "the best VGG (0.91) or the best other model (0.92) and 0.9" in led.loc["model_vgg_worst", "verdict"]
     assert "cannot tell them apart" in led.loc["model_vgg_worst", "verdict"]

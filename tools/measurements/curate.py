@@ -17,13 +17,15 @@ HERE = Path(__file__).parent
 OUT = HERE.parents[1] / "src" / "repro" / "predict" / "measurements_extra.csv"
 
 d = pd.concat([pd.read_csv(HERE / f"gathered_{f}.csv", dtype=str, keep_default_na=False)
-               for f in ("vendor_lab", "papers_repos", "issue_threads")], ignore_index=True)
+               for f in ("vendor_lab", "papers_repos", "issue_threads", "lab_repos")], ignore_index=True)
 MODELS = {"resnet50": "resnet50", "resnet152": "resnet152", "resnet-152": "resnet152", "inception3": "inception_v3",
           "inception-v3": "inception_v3", "vgg16": "vgg16", "alexnet": "alexnet"}
 SOURCES = {  # source -> (framework, method) as modelled
     "lambda_tf": ("tensorflow", "ring"), "lambda_pt_v1": ("pytorch", "ddp"), "lambda_pt_v2": ("pytorch", "ddp"),
     "mxnet_p2_2017": ("mxnet", "ps_sync"), "tfbench359": ("tensorflow", "ring"), "mxnet8289": ("mxnet", "ring"),
+    "csc_puhti": ("pytorch", "ddp"), "tensorpack_bench": ("tensorflow", None),  # None: the row's own method
 }
+ROW_METHODS = {"ring": "ring", "ps_host": "ps_sync"}  # ps_host: one parameter server on the host's CPU
 def intra(r):
     gpu, link = r["gpu"], r["intra_link"]
     if link == "nvswitch":
@@ -36,7 +38,7 @@ def intra(r):
         return "nvlink-bridge" if int(r["workers"]) == 2 else "pcie3"
     if link == "nvlink2":
         return "nvlink-v100"
-    return link if link in ("pcie3", "pcie4", "pcie5") else None
+    return link if link in ("pcie3", "pcie4", "pcie5", "nvlink-p100") else None
 
 out, dropped = [], {}
 for _, r in d.iterrows():
@@ -54,19 +56,21 @@ for _, r in d.iterrows():
         dropped[(src, why)] = dropped.get((src, why), 0) + 1
         continue
     fw, method = SOURCES[src]
+    host_ps = method is None and r["method"] == "ps_host"
+    method = method or ROW_METHODS[r["method"]]
     gph = int(r["gpus_per_host"] or 1)
     n = int(r["workers"])
     hosts = -(-n // gph)
-    inter = "none" if hosts == 1 else ("20gbe" if r["inter_link"] == "20gbe" else None)
+    inter = "none" if hosts == 1 else (r["inter_link"] if r["inter_link"] in ("20gbe", "200gb-ib") else None)
     if hosts > 1 and inter is None:
         dropped[(src, "inter link unknown")] = dropped.get((src, "inter link unknown"), 0) + 1
         continue
     il = intra(r) if gph > 1 else "none"
     row = {"source": src, "locator": r["locator"], "url": r["url"], "framework": fw, "method": method,
-           "ps": str(hosts) if method == "ps_sync" else "",
-           "ps_placement": "workers" if method == "ps_sync" else "none",
-           "gpu": r["gpu"], "gpus_per_host": str(gph), "gpus_per_switch": "", "intra_link": il, "inter_link": inter,
-           "pull": "after-update" if method == "ps_sync" else "with-forward", "model": MODELS[r["model"]],
+           "ps": "1" if host_ps else (str(hosts) if method == "ps_sync" else ""),
+           "ps_placement": "host" if host_ps else ("workers" if method == "ps_sync" else "none"),
+           "gpu": r["gpu"], "gpus_per_host": str(gph), "gpus_per_switch": "2" if host_ps else "", "intra_link": il,
+           "inter_link": inter, "pull": "" if host_ps else ("after-update" if method == "ps_sync" else "with-forward"), "model": MODELS[r["model"]],
            "parameters": "",
            "batch": r["batch"], "data": r["data"] if r["data"] in ("synthetic", "real") else "", "workers": str(n),
            "images_per_s": r["images_per_s"], "efficiency": r["efficiency"] if not r["images_per_s"] else "",

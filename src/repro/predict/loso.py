@@ -24,7 +24,8 @@ from . import measured
 # issue 48's goals over every point with N > 1, leave-one-source-out
 GOALS = {"median_pp": 4.0, "p90_pp": 10.0, "worst_pp": 15.0, "median_vs_constant": 0.5, "rank_correlation": 0.8}
 INTERVAL = (0.10, 0.90)  # an 80 % interval from the residuals' quantiles
-PAIR_KEYS = ["source", "gpu", "model", "batch", "precision", "workers", "framework"]  # one cluster, one workload
+# one cluster, one workload, one software (tensorpack and tf_cnn_benchmarks are both TensorFlow, not one software)
+PAIR_KEYS = ["source", "gpu", "model", "batch", "precision", "workers", "framework", "framework_version"]
 # Sources that are one origin (one lab's pages, measured the same way): held out together, counted once
 ORIGINS = {"lambda_tf": "lambda", "lambda_pt_v1": "lambda", "lambda_pt_v2": "lambda"}
 
@@ -53,7 +54,8 @@ def table(points: list[measured.Point]) -> pd.DataFrame:
             if origin(p.source) != held or p.workers < 2:
                 continue
             pred = _efficiency(base[p.id], overheads.get(measured.group(p), unseen), p)
-            rows.append({"id": p.id, "source": p.source, "origin": held, "framework": p.framework, "method": p.method, "gpu": p.gpu,
+            rows.append({"id": p.id, "source": p.source, "origin": held, "framework": p.framework,
+                         "framework_version": p.framework_version, "method": p.method, "gpu": p.gpu,
                          "model": p.model, "batch": p.batch, "precision": p.precision, "workers": p.workers,
                          "intra_link": p.intra_link, "inter_link": p.inter_link, "data": p.data,
                          "peer_to_peer": p.peer_to_peer, "compute_s": p.batch / p.single_images_per_s,
