@@ -1,14 +1,15 @@
 """Leave one source out: the analytic model on published measurements it was never fitted to.
 
 Every source of :mod:`repro.predict.measured`'s set is predicted with the per-step overheads fitted on the
-*other* origins' points (an origin is a source, or the sources of one lab held out together: :data:`ORIGINS`) (each framework and method one constant, never one per point; a framework and method that
-only the held-out source has gets the median of the others' constants), and scored against the
-yardstick a model must beat: a constant, the other sources' median efficiency. Reported over every point with
-N > 1 (:func:`evaluate`): median, 90th percentile and worst absolute error in percentage points of scaling
-efficiency, for the model and the constant; the rank correlation of predicted and measured efficiency; the pairs
-of points that differ only in their link or their method on one cluster, and whether the model orders each pair
-as measured; and an 80 % prediction interval for each point, from the other sources' leave-one-source-out
-residuals (their 10th and 90th percentiles around the prediction), with its measured coverage.
+*other* origins' points (an origin is a source, or the sources of one lab held out together: :data:`ORIGINS`;
+each framework and method one constant, never one per point; a framework and method that only the held-out
+origin has gets the median of the others' constants), and scored against the yardstick a model must beat: a
+constant, the other origins' median efficiency. Reported over every point with N > 1 (:func:`evaluate`): median,
+90th percentile and worst absolute error in percentage points of scaling efficiency, for the model and the
+constant; the rank correlation of predicted and measured efficiency; the pairs of points that differ only in
+their link or their method on one cluster and software, and whether the model orders each pair as measured; and
+an 80 % prediction interval for each point, from the other origins' leave-one-source-out residuals (their 10th
+and 90th percentiles around the prediction), with its measured coverage.
 The goals are numbers in :data:`GOALS`; they are reported, never asserted.
 """
 
