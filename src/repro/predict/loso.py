@@ -81,7 +81,8 @@ REGIMES = {
                        "throughput at 8 GPUs where float32 loses a tenth, which nothing in the model explains",
     "float32, all-reduce or servers on one host":
         "one overhead share per framework: hosts whose scaling differs from their framework's typical one by more "
-        "than that are missed (the RTX 2080 Ti hosts, too optimistic at every N, even over an NVLink bridge)",
+        "than that are missed (the RTX 2080 Ti hosts, too optimistic at every N, even over an NVLink bridge; CSC's "
+        "V100 nodes, where PyTorch DDP loses 5-10 % that the DDP overhead of the other origins does not show)",
 }
 
 
@@ -179,10 +180,10 @@ def report(result: dict) -> str:
              f"synthetic data only: {fmt(result['model_synthetic_only'])}",
              f"rank correlation (Spearman) {result['rank_correlation']:.2f} (goal >= {GOALS['rank_correlation']:g}: "
              f"{met('rank_correlation', result['rank_correlation'], up=True)})",
-             f"pairs differing only in link or method on one cluster: {result['pairs']}, of which "
+             f"pairs differing only in link or method on one cluster and software: {result['pairs']}, of which "
              f"{result['pairs_informative']} measured more than 1 pp apart; {result['pairs_ordered']} of those ordered "
              "as measured",
-             f"80 % intervals (the other sources' residuals): coverage {100 * result['coverage']:.0f} %",
+             f"80 % intervals (the other origins' residuals): coverage {100 * result['coverage']:.0f} %",
              "per source:", result["per_source"].to_string(index=False, float_format=lambda v: f"{v:.2f}"),
              "per regime (goals: median, 90th percentile and worst):",
              result["per_regime"].drop(columns="not_modelled").to_string(index=False,

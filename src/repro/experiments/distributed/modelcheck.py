@@ -182,7 +182,8 @@ def interval_words() -> str:
 def glue_numbers(result: dict) -> None:
     """The section's numbers for its prose, each from ``result``."""
     m, c = result["model"], result["constant"]
-    report.glue("dist_loso_shape", f"{result['points']} points with N > 1 from {result['sources']} sources")
+    report.glue("dist_loso_shape", f"{result['points']} points with N > 1 from {result['sources']} sources, "
+                f"{result['origins']} independent origins")
     report.glue("dist_loso_interval", interval_words())
     report.glue("dist_loso_headline", f"the model misses a measurement by {m['median_pp']:.1f} percentage points in "
                 f"the median ({m['p90_pp']:.1f} at the 90th percentile, {m['worst_pp']:.1f} at worst), the constant "
