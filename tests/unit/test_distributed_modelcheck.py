@@ -41,6 +41,7 @@ def result():
                                "median_pp": [7.0, 1.0, 5.0], "worst_pp": [12.0, 8.0, 9.0],
                                "constant_median_pp": [12.5, 17.0, 4.5], "coverage": [0.5, 2 / 3, 0.5]})
     base = {"table": t, "per_source": per_source, "pair_table": pd.DataFrame(), "points": len(t), "sources": 3,
+            "origins": 2,
             "model": {"median_pp": 2.0, "p90_pp": 10.4, "worst_pp": 12.0},
             "constant": {"median_pp": 9.0, "p90_pp": 24.0, "worst_pp": 30.0},
             "rank_correlation": 0.75, "coverage": 4 / 7}
@@ -121,7 +122,7 @@ def test_the_glued_prose_carries_the_results_numbers(result, monkeypatch):
     glued = {}
     monkeypatch.setattr(modelcheck.report, "glue", lambda k, v, display=False: glued.__setitem__(k, v))
     modelcheck.glue_numbers(result)
-    assert glued["dist_loso_shape"] == "7 points with N > 1 from 3 sources"
+    assert glued["dist_loso_shape"] == "7 points with N > 1 from 3 sources, 2 independent origins"
     assert glued["dist_loso_interval"] == "80 %: from the 10th to the 90th percentile"
     for number in ("by 2.0 percentage points", "10.4 at the 90th", "12.0 at worst", "constant by 9.0 (24.0, 30.0)",
                    "is 0.75", "57 % of the measurements"):
