@@ -171,7 +171,7 @@ def _add_predict(sub) -> None:
                                              "images/s were measured at, else 32)")
     p.add_argument("--ps", type=int, default=1, help="parameter servers")
     p.add_argument("--parameters", type=int, help="the model's weights (default: the Table 1 audit's count)")
-    p.add_argument("--validate", metavar="WHAT", help="'loso' (each source of the published real measurements "
+    p.add_argument("--validate", metavar="WHAT", help="'loso' (each origin of the published real measurements "
                                                        "predicted from the others), 'measurements' (their train/test "
                                                        "split), a .csv of your own in that schema, or an emulated "
                                                        "distributed run's directory")

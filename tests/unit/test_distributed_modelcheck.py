@@ -109,7 +109,7 @@ def test_the_table_shows_the_results_own_numbers(result):
                          ("constant_median_pp", "constant_median_pp"), ("coverage", "coverage")]:
         assert list(per[cols[ours]]) == list(src[theirs])
     m, c = result["model"], result["constant"]
-    assert last["source"] == "all 3 sources" and last[cols["points"]] == result["points"]
+    assert last["source"] == "all 3 sources (2 origins)" and last[cols["points"]] == result["points"]
     assert [last[cols[k]] for k in ("model_median_pp", "model_p90_pp", "model_worst_pp")] == \
         [m["median_pp"], m["p90_pp"], m["worst_pp"]]
     assert [last[cols[k]] for k in ("constant_median_pp", "constant_p90_pp", "constant_worst_pp")] == \

@@ -1,5 +1,6 @@
 """Leave one source out (repro.predict.loso): the model on published measurements it was never fitted to."""
 
+import pandas as pd
 import pytest
 
 from repro.predict import loso, measured
@@ -21,6 +22,25 @@ def test_every_source_is_predicted_from_the_others_and_scored_against_a_constant
     text = loso.report(result)
     assert f"{result['points']} points with N > 1 from {result['sources']} sources" in text
     assert f"model:    median {result['model']['median_pp']:.1f}," in text and "constant:" in text
+
+
+def test_one_labs_sources_are_held_out_together_as_one_origin(result, monkeypatch):
+    """Lambda's three pages are one origin: one constant for the three (the median of every other origin's points,
+    none of Lambda's), and a Lambda point's interval from the other origins' residuals alone; held out one source
+    at a time (the counterfactual: no origins), the two PyTorch pages would get constants that count each other's
+    and the TensorFlow page's points."""
+    t = result["table"]
+    lab = t["source"].str.startswith("lambda")
+    assert result["origins"] == result["sources"] - 2 and t.loc[lab, "origin"].eq("lambda").all()
+    others = [p.measured for p in measured.load_all() if p.workers > 1 and not p.source.startswith("lambda")]
+    assert t.loc[lab, "constant"].nunique() == 1
+    assert t.loc[lab, "constant"].iloc[0] == pytest.approx(float(pd.Series(others).median()))
+    one = t[t["source"] == "lambda_tf"].iloc[0]
+    r = t.loc[~lab, "measured"] - t.loc[~lab, "predicted"]
+    assert one["low"] == pytest.approx(one["predicted"] + r.quantile(0.1))
+    monkeypatch.setattr(loso, "origin", lambda source: source)
+    t2 = loso.table(measured.load_all())
+    assert t2.loc[t2["source"].str.startswith("lambda"), "constant"].nunique() == 3
 
 
 def test_an_interval_comes_from_the_other_sources_residuals_only(result):

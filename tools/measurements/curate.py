@@ -4,7 +4,7 @@ the stored corpus for issue 48) curated into src/repro/predict/measurements_extr
 A row is kept only where the model can be given what it needs: the method, the GPU, the links and the batch stated,
 a model whose parameter count is known; every dropped row is counted with its reason on stderr. Links are mapped to
 links.yaml (an NVLink bridge joins a pair: a ring over more GPUs crosses PCIe). The split alternates within a
-source (the package's train/test convention); repro.predict.loso ignores it (each source is held out whole).
+source (the package's train/test convention); repro.predict.loso ignores it (each source, and each origin's sources together, is held out whole).
 
     python tools/measurements/curate.py > /dev/null   # rewrites src/repro/predict/measurements_extra.csv
 """
@@ -26,6 +26,7 @@ SOURCES = {  # source -> (framework, method) as modelled
     "csc_puhti": ("pytorch", "ddp"), "tensorpack_bench": ("tensorflow", None),  # None: the row's own method
 }
 ROW_METHODS = {"ring": "ring", "ps_host": "ps_sync"}  # ps_host: one parameter server on the host's CPU
+HOST_PS_SWITCH = {"tensorpack_bench": "2"}  # GPUs per PCIe switch of a host-PS source (the DGX-1, as inferred)
 def intra(r):
     gpu, link = r["gpu"], r["intra_link"]
     if link == "nvswitch":
@@ -46,6 +47,8 @@ for _, r in d.iterrows():
     why = None
     if src not in SOURCES:
         why = "source not modelled (method, GPU, link or batch not stated, or a model without a known parameter count)"
+    elif SOURCES[src][1] is None and r["method"] not in ROW_METHODS:
+        why = "method not modelled"
     elif r["model"] not in MODELS:
         why = "model without a known parameter count"
     elif intra(r) is None:
@@ -69,7 +72,7 @@ for _, r in d.iterrows():
     row = {"source": src, "locator": r["locator"], "url": r["url"], "framework": fw, "method": method,
            "ps": "1" if host_ps else (str(hosts) if method == "ps_sync" else ""),
            "ps_placement": "host" if host_ps else ("workers" if method == "ps_sync" else "none"),
-           "gpu": r["gpu"], "gpus_per_host": str(gph), "gpus_per_switch": "2" if host_ps else "", "intra_link": il,
+           "gpu": r["gpu"], "gpus_per_host": str(gph), "gpus_per_switch": HOST_PS_SWITCH[src] if host_ps else "", "intra_link": il,
            "inter_link": inter, "pull": "" if host_ps else ("after-update" if method == "ps_sync" else "with-forward"), "model": MODELS[r["model"]],
            "parameters": "",
            "batch": r["batch"], "data": r["data"] if r["data"] in ("synthetic", "real") else "", "workers": str(n),

@@ -129,7 +129,8 @@ def default_file() -> Path:
 
 def extra_file() -> Path:
     """``measurements_extra.csv``: published measurements gathered for the leave-one-source-out check (issue 48;
-    single hosts over PCIe, NVLink and NVSwitch, PyTorch DDP, MXNet's kvstore over 20 Gb/s), in the same schema
+    hosts over PCIe, NVLink and NVSwitch, PyTorch DDP also between hosts over 200 Gb/s InfiniBand, MXNet's kvstore
+    over 20 Gb/s, TensorFlow's replicated and CPU parameter server on 8 P100), in the same schema
     (with ``precision``). The fitted overheads the experiments use come from ``measurements.csv`` alone."""
     return Path(str(resources.files(__package__).joinpath("measurements_extra.csv")))
 

@@ -1,7 +1,8 @@
 """The chapter's section "The model on clusters it was never fitted to" (notebook 06): the analytic model's
-leave-one-source-out check (:mod:`repro.predict.loso`) as a figure, a table and its residuals.
+leave-one-source-out check (:mod:`repro.predict.loso`; the sources of one lab held out together) as a figure, a
+table and its residuals.
 
-:func:`evaluate` runs the check once (about ten seconds: one fit of the per-step overheads per source held out,
+:func:`evaluate` runs the check once (about ten seconds: one fit of the per-step overheads per origin held out,
 nothing trained) and adds to its per-point table the column the transport panel needs, ``transport`` (the link
 between hosts, or inside the host where the point has none between); the check's table carries ``compute_s``
 itself (the batch over the point's own one-GPU images/s). Every other function only reads that result:
@@ -62,7 +63,7 @@ def _limits(t: pd.DataFrame) -> tuple[float, float]:
 
 def plot_predicted_vs_measured(result: dict):
     """Predicted vs measured scaling efficiency of every point with N > 1, each predicted with the overheads
-    fitted on the other sources: one marker and colour per source, the point's 80 % interval as a vertical bar
+    fitted on the other origins: one marker and colour per source, the point's 80 % interval as a vertical bar
     (``low`` to ``high``: a bar that crosses the 1:1 line holds its measurement), the 1:1 line."""
     import matplotlib.pyplot as plt
 
@@ -80,7 +81,7 @@ def plot_predicted_vs_measured(result: dict):
     lo, hi = _limits(t)
     ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="1:1 (predicted = measured)", zorder=2)
     ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="measured scaling efficiency (published)",
-           ylabel="predicted scaling efficiency (source left out)")
+           ylabel="predicted scaling efficiency (origin left out)")
     ax.set_aspect("equal")
     ax.legend(title="source (points)", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
               title_fontsize="small", frameon=False)
@@ -101,7 +102,8 @@ def loso_table(result: dict) -> pd.DataFrame:
                          "constant_p90_pp": math.nan, "constant_worst_pp": math.nan, "coverage": per["coverage"],
                          "rank_correlation": math.nan})
     m, c = result["model"], result["constant"]
-    overall = {"source": f"all {result['sources']} sources", "points": int(result["points"]),
+    overall = {"source": f"all {result['sources']} sources ({result['origins']} origins)",
+               "points": int(result["points"]),
                "model_median_pp": m["median_pp"], "model_p90_pp": m["p90_pp"], "model_worst_pp": m["worst_pp"],
                "constant_median_pp": c["median_pp"], "constant_p90_pp": c["p90_pp"],
                "constant_worst_pp": c["worst_pp"], "coverage": result["coverage"],
