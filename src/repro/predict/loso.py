@@ -83,8 +83,8 @@ REGIMES = {
     "float32, all-reduce or servers on one host":
         "one overhead share per framework: hosts whose scaling differs from their framework's typical one by more "
         "than that are missed (the RTX 2080 Ti hosts, too optimistic at every N, even over an NVLink bridge; CSC's "
-        "V100 nodes, where PyTorch DDP loses 4-21 % in float32, 5 % in most runs, and the DDP overhead of the other "
-        "origins predicts about 1 %)",
+        "V100 nodes, where PyTorch DDP loses 4-21 % in float32, 6 % in the median, and the DDP overhead of the "
+        "other origins predicts about 1 %)",
 }
 
 
