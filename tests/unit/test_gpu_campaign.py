@@ -38,10 +38,11 @@ if args[:3] == ["-m", "repro.cli", "measure"]:
     base = Path(os.environ["REPRO_RESULTS"]) / profile / exp
     mode = os.environ.get("FAKE_" + exp, "finish")
     resumed = (base / ".checkpoints").is_dir()
-    print(f"fake {{exp}}: {{mode}}" + (" (resuming)" if resumed else ""), flush=True)
+    where = f" on {{os.environ['JAX_PLATFORMS']}}" if os.environ.get("JAX_PLATFORMS") else ""
+    print(f"fake {{exp}}: {{mode}}{{where}}" + (" (resuming)" if resumed else ""), flush=True)
     assert float(os.environ["REPRO_DEADLINE"]) > 0 and os.environ["KERAS_BACKEND"] == "jax"
     if mode == "finish":
-        run = base / ("run-resumed" if resumed else "run-1")
+        run = base / ("run-resumed" if resumed else f"run-{{len(list(base.glob('run-*'))) + 1}}")
         run.mkdir(parents=True)
         (run / "provenance.json").write_text(json.dumps({{"status": "complete", "profile": profile}}))
         (base / "LATEST").write_text(run.name + "\\n")
@@ -93,9 +94,14 @@ def test_a_cut_call_packs_as_it_goes_and_a_second_call_resumes(campaign, tmp_pat
     rc, log = campaign(out1, FAKE_optimizers="cut", REPRO_STOP_AFTER_EPOCHS="1", PROBE_S="75")
     assert rc == 3, log
     files = sorted(p.name for p in out1.iterdir())
-    assert files == ["campaign.log", "cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz", "probe.json"], log
+    assert files == ["campaign.log", "cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz", "probe.json",
+                     "threads-2.tar.gz", "threads.tar.gz"], log  # the thread step: two independent runs
+    assert _members(out1 / "threads-2.tar.gz")[0].rstrip("/") == "gpu-h100/staleness/run-2"
+    assert "threads: repro measure staleness --profile gpu-h100 (run 2 of 2)" in log
     assert json.loads((out1 / "probe.json").read_text())["stop_after"] is None  # the probe is never cut
-    order = [log.index(f"fake {exp}") for exp in ("optimizers", "mnist_cnn", "cost_study")]
+    order = [log.index(f"fake {exp}") for exp in ("optimizers", "mnist_cnn", "cost_study", "staleness")]
+    # the thread staleness runs its threads on the host's cores, the GPU steps on the GPU
+    assert "fake staleness: finish on cpu" in log and "fake cost_study: finish\n" in log
     assert order == sorted(order) and log.index("probe: fake") < order[0]
     assert "optimizers: stopped at the deadline" in log and "unfinished: optimizers" in log
     assert (out1.parent / "site" / "tiny.py").is_file() and "no pip in" in log  # the wheels unzipped
@@ -131,11 +137,12 @@ def test_the_deadline_cuts_the_running_step_and_skips_the_rest(campaign, tmp_pat
 def test_the_plan_says_what_fits_before_the_call_and_each_step_has_its_own_least_time(campaign, tmp_path):
     rc, log = campaign(tmp_path / "plan", "plan", DEADLINE_S="575")
     assert rc == 0, log
-    assert "optimizers: ~205 s, fits" in log and "mnist: ~23 s, fits (ends near +228 s)" in log
-    assert "cost: ~600 s, cut at the deadline after ~332 s" in log  # 24 children of ~25 s
+    assert "optimizers: ~265 s, fits" in log and "mnist: ~23 s, fits (ends near +288 s)" in log
+    assert "cost: ~600 s, cut at the deadline after ~272 s" in log  # 24 children of ~25 s
+    assert "threads: ~200 s, skipped (needs at least 60 s)" in log  # two runs of ~100 s
     # the counterfactual: a shorter call cuts the optimizers and skips what needs more than is left
     rc, log = campaign(tmp_path / "plan", "plan", DEADLINE_S="200")
-    assert "optimizers: ~205 s, cut at the deadline after ~185 s" in log
+    assert "optimizers: ~265 s, cut at the deadline after ~185 s" in log
     assert "mnist: ~23 s, skipped (needs at least 30 s)" in log and "cost: ~600 s, skipped" in log
     # children kept by an earlier call shorten the cost step's estimate
     kept = tmp_path / "state" / "results" / "gpu-h100" / "cost_study" / ".checkpoints" / "h"
@@ -205,3 +212,21 @@ def test_a_tree_without_git_names_the_commit_the_campaign_carried(tmp_path):
     assert provenance.git_commit(tmp_path) == {"commit": "abc123", "dirty": False, "carried": True}
     here = provenance.git_commit()  # a checkout: git itself, nothing carried
     assert here["commit"] and "carried" not in here
+
+
+def test_collect_keeps_the_published_reruns_of_the_same_parameters_and_drops_the_others(tmp_path):
+    """Two runs of the thread step (the rerun rule needs both) land side by side; a run of other parameters goes."""
+    from repro.campaign import carry
+
+    def run(where: Path, name: str, params: dict) -> Path:
+        (where / name).mkdir(parents=True)
+        (where / name / "provenance.json").write_text(json.dumps({"parameters": params}))
+        return where / name
+
+    target = tmp_path / "published" / "gpu-h200" / "staleness"
+    run(target, "r1", {"thread": {"workers": [1, 2, 16]}})
+    run(target, "r0", {"thread": {"workers": [1, 2]}})
+    carry._keep_reruns(target, run(tmp_path / "new", "r2", {"thread": {"workers": [1, 2, 16]}}))
+    assert sorted(p.name for p in target.iterdir()) == ["r1"]
+    carry._keep_reruns(target, run(tmp_path / "new", "r3", {"thread": {"workers": [4]}}))  # the counterfactual
+    assert list(target.iterdir()) == []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import lzma
 import shutil
 import subprocess
@@ -137,6 +138,19 @@ def resume(s: Settings, tarballs: list[Path], log: Log) -> None:
         raise CampaignError("too much to carry: shrink .carry or the tree")
 
 
+def _keep_reruns(target: Path, run: Path) -> None:
+    """Of the runs already published in ``target``, those made with ``run``'s parameters stay (independent reruns,
+    as ``repro publish`` keeps them); the others go."""
+    if not target.is_dir():
+        return
+    params = json.loads((run / "provenance.json").read_text(encoding="utf-8")).get("parameters")
+    for old in target.iterdir():
+        prov = old / "provenance.json"
+        if old.is_dir() and (not prov.is_file() or json.loads(prov.read_text(encoding="utf-8")).get("parameters")
+                             != params):
+            shutil.rmtree(old)
+
+
 def collect(s: Settings, dest: Path, tarballs: list[Path], log: Log) -> None:
     """Finished runs into ``dest``/<gpu-model>/<experiment>/ (one per experiment and machine, as ``repro
     publish``), their notebooks rendered against the stored results, that book built."""
@@ -155,8 +169,8 @@ def collect(s: Settings, dest: Path, tarballs: list[Path], log: Log) -> None:
             name = _python_out(s, "import sys; from repro.core import provenance, results\n"
                                   "print(provenance.published_name(results.read_provenance(sys.argv[1])))", str(run))
             target = dest / name / exp
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
+            _keep_reruns(target, run)
+            target.mkdir(parents=True, exist_ok=True)
             shutil.move(str(run), str(target / run.name))
             (target / "LATEST").write_text(run.name + "\n")
             log.say(f"collect: {exp} -> {target / run.name}")

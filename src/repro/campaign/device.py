@@ -6,6 +6,7 @@ Standard library only (the carried wheels, pydantic among them, are installed by
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import signal
@@ -16,7 +17,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from .settings import CampaignError, Log, Settings, experiment_of, finished_run, mib, plan_lines, size
+from . import settings as st
+from .settings import CampaignError, Log, Settings, experiment_of, finished_run, finished_runs, mib, plan_lines, size
 
 UNFINISHED = 3  # run's exit status where a step did not finish
 
@@ -104,25 +106,36 @@ def pack_state(s: Settings, step: str, out: Path, log: Log) -> None:
 
 
 def step(s: Settings, name: str, out: Path, env: dict, log: Log) -> bool:
-    """One step under the time left; its finished run, else its state, packed into ``out``. Finished?"""
-    exp = experiment_of(name)
-    base = s.results / s.profile / exp
-    if run := finished_run(base):
-        log.say(f"{name}: finished by an earlier call ({run}): skipped")
+    """One step under the time left (as many independent runs as it makes); each finished run, else its state,
+    packed into ``out``. Finished?"""
+    exp, base = experiment_of(name), st.base_of(s, name)
+    if st.done(s, name):
+        log.say(f"{name}: finished by an earlier call ({' '.join(finished_runs(base))}): skipped")
         return True
-    left = s.left()
+    while not st.done(s, name):
+        if not _one_run(s, name, exp, base, out, env, log):
+            return False
+    return True
+
+
+def _one_run(s: Settings, name: str, exp: str, base: Path, out: Path, env: dict, log: Log) -> bool:
+    left, before = s.left(), finished_runs(base)
     if left < s.least_s(name):
         log.say(f"{name}: skipped, {left} s left (needs {s.least_s(name)})")
         return False
     if (base / ".checkpoints").is_dir():
         log.say(f"{name}: resuming from the checkpoints in {base / '.checkpoints'}")
-    log.say(f"{name}: repro measure {exp} --profile {s.profile} ({left} s left)")
+    nth = f" (run {len(before) + 1} of {st.runs_of(s, name)})" if name in st.STEP_RUNS else ""
+    log.say(f"{name}: repro measure {exp} --profile {s.profile}{nth} ({left} s left)")
     t_start = time.time()
-    rc = timed([s.python, "-m", "repro.cli", "measure", exp, "--profile", s.profile], left, env, log)
-    if run := finished_run(base):
-        with tarfile.open(out / f"{name}.tar.gz", "w:gz") as t:
+    rc = timed([s.python, "-m", "repro.cli", "measure", exp, "--profile", s.profile], left,
+               {**env, **st.STEP_ENV.get(name, {})}, log)
+    new = [r for r in finished_runs(base) if r not in before]
+    if new and (run := finished_run(base)) in new:
+        tarball = out / (f"{name}.tar.gz" if not before else f"{name}-{len(before) + 1}.tar.gz")
+        with tarfile.open(tarball, "w:gz") as t:
             t.add(base / run, arcname=f"{s.profile}/{exp}/{run}")
-        log.say(f"{name}: finished in {int(time.time() - t_start)} s: {out / f'{name}.tar.gz'}")
+        log.say(f"{name}: finished in {int(time.time() - t_start)} s: {tarball}")
         return True
     log.say(f"{name}: stopped at the deadline" if rc == 3 else
             f"{name}: interrupted at the deadline (exit {rc})" if rc in (124, 137) else f"{name}: failed (exit {rc})")
@@ -145,13 +158,27 @@ def probe(s: Settings, out: Path, env: dict, log: Log) -> None:
 
 
 def bench(s: Settings, out: Path, env: dict, log: Log) -> None:
-    """Optional (STEPS=bench): the two benchmarks' JSON into ``out``."""
-    for script, args in (("training_overhead.py", ["--dataset", "fashion_mnist"]),
-                         ("fused_training.py", ["--dataset", "fashion_mnist_rgb32", "--n-train", "50000"])):
+    """Optional (STEPS=bench): the optimizers' two trainers compared, their JSON into ``out``: 14 model.fits one
+    after another (float32) against the stacked program in float32 and in TF32, in one lease (issue 50); then,
+    time left, a profiler trace of the pure-JAX stacked step in float32 (``im2col-highest.xplane.pb.gz``: what
+    the time goes to). BENCH=overhead runs training_overhead.py first."""
+    fused = ["--dataset", "fashion_mnist_rgb32", "--n-train", os.environ.get("BENCH_N_TRAIN", "50000"),
+             "--epochs", "2", "--fused-epochs", "3", "--variants", "stacked", "--precisions", "float32,tf32"]
+    trace = s.state / "trace"
+    scripts = [("fused_training.py", [*fused, "--out", str(out)]),
+               ("stacked_step.py", ["--variants", "im2col", "--precisions", "highest", "--reps", "3",
+                                    "--trace", str(trace), "--out", str(out / "stacked_step-float32.json")])]
+    if os.environ.get("BENCH") == "overhead":
+        scripts.insert(0, ("training_overhead.py", ["--dataset", "fashion_mnist", "--out", str(out)]))
+    for script, args in scripts:
         if s.left() < s.least_s("bench"):
             log.say(f"bench: {script} skipped, {s.left()} s left")
             return
-        timed([s.python, str(s.root / "benchmarks" / script), *args, "--out", str(out)], s.left(), env, log, 10)
+        log.say(f"bench: {script} ({s.left()} s left)")
+        timed([s.python, str(s.root / "benchmarks" / script), *args], s.left(), env, log, 10)
+    for pb in sorted(trace.rglob("*.xplane.pb")):  # <variant>-<precision>/plugins/profile/<time>/<host>.xplane.pb
+        with open(pb, "rb") as f, gzip.open(out / f"{pb.relative_to(trace).parts[0]}.xplane.pb.gz", "wb") as g:
+            shutil.copyfileobj(f, g)
 
 
 def run(s: Settings, out: Path, site: Path, install: bool = True, how: str = "pip") -> int:

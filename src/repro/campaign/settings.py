@@ -14,7 +14,15 @@ from typing import TextIO
 
 from repro.core import errors  # standard library only, as this module
 
-STEP_EXPERIMENTS = {"optimizers": "optimizers", "mnist": "mnist_cnn", "cost": "cost_study"}
+STEP_EXPERIMENTS = {"optimizers": "optimizers", "mnist": "mnist_cnn", "cost": "cost_study", "threads": "staleness"}
+# A step's own environment: the thread staleness runs its threads on the host's cores (one thread per core at
+# most, the claim's scope), not on the GPU, whose single stream would serialise them.
+# Its N model copies each compile the same step: from the compilation cache after the first (JAX caches only
+# compilations longer than the campaign's 0.5 s otherwise), which makes N = 16 x 6 seeds fit a call.
+STEP_ENV = {"threads": {"JAX_PLATFORMS": "cpu", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}}
+# Independent runs (separate processes, same parameters) a step makes: a decided verdict on a stochastic quantity
+# stands only where two such runs agree (repro.core.statements.confirm); THREADS_RUNS changes the thread step's.
+STEP_RUNS = {"threads": 2}
 COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two networks, two repetitions
 # Each step's estimated seconds on a lent H100 with the gpu-h100 profiles (2026-11-27,
 # benchmarks/results/gpu-h100-2026-11-27-campaign; an H200: about 10 % less) and the least time worth starting
@@ -22,9 +30,14 @@ COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two 
 # The optimizers with stacked layers (repro.ml.stacked): 150 epochs of 0.95 s + 39 s compiling + 22 s start-up
 # and checkpoints, projected from the probe's 2 epochs on random data (benchmarks/results/gpu-h100-2026-11-27-
 # stacked-step; not yet a whole run), the vmapped program's whole run: 484 s.
-ESTIMATE_S = {"optimizers": 205, "mnist": 23, "bench": 300}
+# float32 (the gpu-h100 profile's precision since 2026-11-28): the pure-JAX stacked step's 0.88 ms (511,400
+# img/s) gives 150 epochs of 1.37 s; with compiling and start-up about 265 s. The bench (fused_training.py):
+# 14 model.fits of 2 epochs of 50,000 images and the stacked program in float32 and TF32, 3 epochs each.
+# threads, each of its runs: staleness's gpu-h100 profile, N 1/2/4/8/16 x 5 thread seeds x 100 updates on the
+# host's CPU (31 model copies a seed, each ~0.5 s to build and load its compiled step; projected from this CPU).
+ESTIMATE_S = {"optimizers": 265, "mnist": 23, "bench": 250, "threads": 100}
 COST_CHILD_S = 25  # 24 children of 17-45 s
-LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50}
+LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50, "threads": 60, "bench": 40}
 CARRY_MAX_MIB = 63  # the device tool carries <= 64 MiB, tree and .carry together
 
 
@@ -33,7 +46,7 @@ CampaignError = errors.BadInput  # a campaign command given what it cannot work 
 
 def experiment_of(step: str) -> str:
     if step not in STEP_EXPERIMENTS:
-        raise CampaignError(f"unknown step '{step}'; steps: optimizers cost mnist (and bench)")
+        raise CampaignError(f"unknown step '{step}'; steps: optimizers cost mnist threads (and bench)")
     return STEP_EXPERIMENTS[step]
 
 
@@ -67,7 +80,7 @@ class Settings:
         carry = Path(env.get("CARRY") or root / ".carry")
         return cls(root=root, carry=carry, state=Path(env.get("STATE") or carry / "state"),
                    python=env.get("PYTHON") or _default_python(root),
-                   steps=(env.get("STEPS") or "optimizers mnist cost").split(),
+                   steps=(env.get("STEPS") or "optimizers mnist cost threads").split(),
                    profile=env.get("STEP_PROFILE") or "gpu-h100", deadline_s=int(env.get("DEADLINE_S") or 575),
                    stop_margin_s=int(env.get("STOP_MARGIN_S") or 15),
                    min_step_s=int(env["MIN_STEP_S"]) if env.get("MIN_STEP_S") else None,
@@ -114,6 +127,16 @@ def size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
+def finished_runs(base: Path) -> list[str]:
+    """The finished runs in ``base`` (an experiment's results folder: those with a provenance), oldest first."""
+    return sorted(p.parent.name for p in base.glob("*/provenance.json")) if base.is_dir() else []
+
+
+def runs_of(s: Settings, step: str) -> int:
+    """How many independent runs ``step`` makes (:data:`STEP_RUNS`; THREADS_RUNS for the thread step)."""
+    return int(os.environ.get(f"{step.upper()}_RUNS") or STEP_RUNS.get(step, 1))
+
+
 def finished_run(base: Path) -> str | None:
     """The finished run LATEST names in ``base`` (an experiment's results folder), else None."""
     try:
@@ -131,7 +154,22 @@ def cost_children_left(s: Settings) -> int:
 
 
 def estimate_s(s: Settings, step: str) -> int:
-    return COST_CHILD_S * cost_children_left(s) if step == "cost" else ESTIMATE_S[step]
+    if step == "cost":
+        return COST_CHILD_S * cost_children_left(s)
+    if step in STEP_RUNS:
+        return ESTIMATE_S[step] * max(runs_of(s, step) - len(finished_runs(base_of(s, step))), 0)
+    return ESTIMATE_S[step]
+
+
+def base_of(s: Settings, step: str) -> Path:
+    """The step's experiment's results folder."""
+    return s.results / s.profile / experiment_of(step)
+
+
+def done(s: Settings, step: str) -> bool:
+    """Finished by an earlier call: its run, or as many runs as it makes (:func:`runs_of`)."""
+    base = base_of(s, step)
+    return len(finished_runs(base)) >= runs_of(s, step) if step in STEP_RUNS else finished_run(base) is not None
 
 
 def plan_lines(s: Settings) -> list[str]:
@@ -139,7 +177,7 @@ def plan_lines(s: Settings) -> list[str]:
     work, t = s.deadline_s - s.stop_margin_s, 0
     lines = [f"plan ({s.profile}, estimates measured on an H100): {work} s of work"]
     for step in s.steps:
-        if step != "bench" and finished_run(s.results / s.profile / experiment_of(step)):
+        if step != "bench" and done(s, step):
             lines.append(f"  {step}: finished by an earlier call")
             continue
         est = estimate_s(s, step)
