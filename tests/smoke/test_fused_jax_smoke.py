@@ -12,9 +12,9 @@ from repro.core import paths
 
 pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
 
-CASES = 13  # tests/jax_cases/fused_cases.py: backend, fit equality (float32 and float64, each unscanned and
+CASES = 14  # tests/jax_cases/fused_cases.py: backend, fit equality (float32 and float64, each unscanned and
 # scanned, mixed_float16), deadline, scan with one step per chunk (Adam in float64, momentum in float32), resume,
-# fit resumes fused, the stacked forward against each model's call, stacked against vmapped training
+# fit resumes fused, the stacked forward against each model's call, stacked against vmapped training, fit's epoch time
 
 
 def test_fused_trainer_cases_hold_under_jax(jax_only_env):
