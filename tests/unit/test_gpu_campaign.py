@@ -214,6 +214,21 @@ def test_a_tree_without_git_names_the_commit_the_campaign_carried(tmp_path):
     assert here["commit"] and "carried" not in here
 
 
+def test_a_checkout_under_a_carried_tree_records_both_commits(tmp_path):
+    """The lent machine's copy: the session's first commit's .git under the tree the campaign carried (dirty)."""
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.py").write_text("old\n")
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "old"], check=True)
+    (tmp_path / ".carry").mkdir()
+    (tmp_path / ".carry" / "git.json").write_text(json.dumps({"commit": "fa6d0db", "dirty": False}))
+    assert "carried_commit" not in provenance.git_commit(tmp_path)  # clean: the checkout is what ran
+    (tmp_path / "a.py").write_text("new\n")  # the newer tree
+    got = provenance.git_commit(tmp_path)
+    assert got["dirty"] and got["carried_commit"] == "fa6d0db"
+
+
 def test_collect_keeps_the_published_reruns_of_the_same_parameters_and_drops_the_others(tmp_path):
     """Two runs of the thread step (the rerun rule needs both) land side by side; a run of other parameters goes."""
     from repro.campaign import carry

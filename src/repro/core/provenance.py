@@ -40,7 +40,9 @@ CARRIED_GIT = Path(".carry") / "git.json"  # written by tools/gpu_campaign.sh wh
 def git_commit(root: Path | None = None) -> dict:
     """Commit of the checkout and whether source files differ from it (results ignored). A tree without
     ``.git`` (the lent GPU machine's copy) reads the state that ``tools/gpu_campaign.sh`` carried with it,
-    marked ``carried``; with neither, the commit is None (unknown)."""
+    marked ``carried``; with neither, the commit is None (unknown). A dirty checkout whose carried state names another
+    commit (on the lent machine, the session's first commit's ``.git`` under the tree the campaign carried, seen
+    2026-11-28) also records that one as ``carried_commit``."""
     root = root or project_root()
     if root is None:
         return {"commit": None, "dirty": None}
@@ -54,7 +56,11 @@ def git_commit(root: Path | None = None) -> dict:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return _carried_commit(root)
-    return {"commit": commit, "dirty": bool(status.strip())}
+    out = {"commit": commit, "dirty": bool(status.strip())}
+    carried = _carried_commit(root)["commit"]
+    if out["dirty"] and carried and carried != commit:  # the lent machine: an older .git under a newer tree
+        out["carried_commit"] = carried  # the commit the campaign carried (tools/gpu_campaign.sh prepare)
+    return out
 
 
 def _carried_commit(root: Path) -> dict:
