@@ -28,8 +28,8 @@ def _log() -> tuple[Log, io.StringIO]:
 
 def test_settings_come_from_the_environment_with_the_campaigns_defaults(tmp_path):
     s = _settings(tmp_path)
-    assert (s.steps, s.profile, s.deadline_s, s.stop_margin_s, s.probe_s) == (["optimizers", "mnist", "cost"],
-                                                                             "gpu-h100", 575, 15, 0)
+    assert (s.steps, s.profile, s.deadline_s, s.stop_margin_s, s.probe_s) == (
+        ["optimizers", "mnist", "cost", "threads"], "gpu-h100", 575, 15, 0)
     assert s.results == tmp_path / "state" / "results" and s.least_s("cost") == 50 and s.least_s("mnist") == 30
     s = _settings(tmp_path, STEPS="cost", DEADLINE_S="300", MIN_STEP_S="7", PROBE_S="75", PROBE_ARGS="96 32")
     assert (s.steps, s.deadline_s, s.least_s("cost"), s.probe_s, s.probe_args) == (["cost"], 300, 7, 75, ["96", "32"])
@@ -39,18 +39,35 @@ def test_settings_come_from_the_environment_with_the_campaigns_defaults(tmp_path
 
 def test_the_plan_fits_cuts_or_skips_each_step_by_its_estimate_and_least_time(tmp_path):
     lines = plan_lines(_settings(tmp_path))
-    assert lines[0] == "plan (gpu-h100, estimates measured on an H100): 560 s of work"
-    assert lines[1:] == ["  optimizers: ~205 s, fits (ends near +205 s)", "  mnist: ~23 s, fits (ends near +228 s)",
-                         "  cost: ~600 s, cut at the deadline after ~332 s (its state kept: resume it)"]
+    assert lines[0] == "plan (gpu-h100, estimates measured on an H100 and an H200): 560 s of work"
+    assert lines[1:] == ["  optimizers: ~300 s, fits (ends near +300 s)", "  mnist: ~23 s, fits (ends near +323 s)",
+                         "  cost: ~600 s, cut at the deadline after ~237 s (its state kept: resume it)",
+                         "  threads: ~120 s, skipped (needs at least 60 s)"]
     lines = plan_lines(_settings(tmp_path, DEADLINE_S="120"))  # 105 s of work
-    assert lines[1] == "  optimizers: ~205 s, cut at the deadline after ~105 s (its state kept: resume it)"
-    assert lines[2:] == ["  mnist: ~23 s, skipped (needs at least 30 s)", "  cost: ~600 s, skipped (needs at least 50 s)"]
+    assert lines[1] == "  optimizers: ~300 s, cut at the deadline after ~105 s (its state kept: resume it)"
+    assert lines[2:] == ["  mnist: ~23 s, skipped (needs at least 30 s)", "  cost: ~600 s, skipped (needs at least 50 s)",
+                         "  threads: ~120 s, skipped (needs at least 60 s)"]
     done = tmp_path / "state" / "results" / "gpu-h100" / "optimizers" / "run-1"
     done.mkdir(parents=True)
     (done / "provenance.json").write_text("{}")
     (done.parent / "LATEST").write_text("run-1\n")
     assert finished_run(done.parent) == "run-1"
     assert plan_lines(_settings(tmp_path))[1] == "  optimizers: finished by an earlier call"
+
+
+def test_the_thread_step_is_finished_only_with_both_of_its_runs(tmp_path):
+    """A decided verdict on the thread staleness needs two independent runs: one finished run halves the step's
+    estimate, two finish it (THREADS_RUNS=1 makes one enough)."""
+    base = tmp_path / "state" / "results" / "gpu-h100" / "staleness"
+    (base / "r1").mkdir(parents=True)
+    (base / "r1" / "provenance.json").write_text("{}")
+    (base / "LATEST").write_text("r1\n")
+    assert plan_lines(_settings(tmp_path, STEPS="threads"))[1] == "  threads: ~60 s, fits (ends near +60 s)"
+    assert plan_lines(_settings(tmp_path, STEPS="threads", THREADS_RUNS="1"))[1] == \
+        "  threads: finished by an earlier call"
+    (base / "r2").mkdir()
+    (base / "r2" / "provenance.json").write_text("{}")
+    assert plan_lines(_settings(tmp_path, STEPS="threads"))[1] == "  threads: finished by an earlier call"
 
 
 def _python(code: str) -> list[str]:

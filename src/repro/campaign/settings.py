@@ -18,24 +18,21 @@ STEP_EXPERIMENTS = {"optimizers": "optimizers", "mnist": "mnist_cnn", "cost": "c
 # A step's own environment: the thread staleness runs its threads on the host's cores (one thread per core at
 # most, the claim's scope), not on the GPU, whose single stream would serialise them.
 # Its N model copies each compile the same step: from the compilation cache after the first (JAX caches only
-# compilations longer than the campaign's 0.5 s otherwise), which makes N = 16 x 6 seeds fit a call.
+# compilations longer than the campaign's 0.5 s otherwise), which makes two runs of N up to 16 fit a call.
 STEP_ENV = {"threads": {"JAX_PLATFORMS": "cpu", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}}
 # Independent runs (separate processes, same parameters) a step makes: a decided verdict on a stochastic quantity
 # stands only where two such runs agree (repro.core.statements.confirm); THREADS_RUNS changes the thread step's.
 STEP_RUNS = {"threads": 2}
 COST_CHILDREN = 24  # the gpu-h100 sweep: cores 1, 2, 4, 8, 16 and the GPU, two networks, two repetitions
-# Each step's estimated seconds on a lent H100 with the gpu-h100 profiles (2026-11-27,
-# benchmarks/results/gpu-h100-2026-11-27-campaign; an H200: about 10 % less) and the least time worth starting
-# it with: the optimizers' first epoch compiles (31.5 s vmapped, 39 s stacked), a cost child takes up to 45 s.
-# The optimizers with stacked layers (repro.ml.stacked): 150 epochs of 0.95 s + 39 s compiling + 22 s start-up
-# and checkpoints, projected from the probe's 2 epochs on random data (benchmarks/results/gpu-h100-2026-11-27-
-# stacked-step; not yet a whole run), the vmapped program's whole run: 484 s.
-# float32 (the gpu-h100 profile's precision since 2026-11-28): the pure-JAX stacked step's 0.88 ms (511,400
-# img/s) gives 150 epochs of 1.37 s; with compiling and start-up about 265 s. The bench (fused_training.py):
-# 14 model.fits of 2 epochs of 50,000 images and the stacked program in float32 and TF32, 3 epochs each.
-# threads, each of its runs: staleness's gpu-h100 profile, N 1/2/4/8/16 x 5 thread seeds x 100 updates on the
-# host's CPU (31 model copies a seed, each ~0.5 s to build and load its compiled step; projected from this CPU).
-ESTIMATE_S = {"optimizers": 265, "mnist": 23, "bench": 250, "threads": 100}
+# Each step's estimated seconds on a lent GPU with the gpu-h100 profiles and the least time worth starting it
+# with: the optimizers' first epoch compiles (47 s stacked in float32), a cost child takes up to 45 s (H100,
+# 2026-11-27, benchmarks/results/gpu-h100-2026-11-27-campaign).
+# Measured on an H200 on 2026-11-28 (benchmarks/results/gpu-h200-2026-11-28-float32), float32 (the gpu-h100
+# profile's precision since then): the optimizers' step 288 s (150 epochs of 1.2 s, 47 s compiling, start-up and
+# checkpoints); the bench 236 s (14 model.fits of 2 epochs of 25,000 images, the stacked program in float32 and
+# TF32 for 3 epochs each, the float32 trace); the thread step 58-61 s a run (N 1/2/4/8/16 x 5 thread seeds on the
+# host's 16 cores). An H100 is about 10 % slower on the GPU steps.
+ESTIMATE_S = {"optimizers": 300, "mnist": 23, "bench": 240, "threads": 60}
 COST_CHILD_S = 25  # 24 children of 17-45 s
 LEAST_S = {"optimizers": 60, "mnist": 30, "cost": 50, "threads": 60, "bench": 40}
 CARRY_MAX_MIB = 63  # the device tool carries <= 64 MiB, tree and .carry together
@@ -71,6 +68,7 @@ class Settings:
     probe_s: int = 0  # > 0: probe first (compiles the optimizers' program; the step loads it from the JAX cache)
     probe_args: list[str] = field(default_factory=lambda: ["0", "0"])
     cache_max_mib: float = 5.0  # a larger JAX cache is left out of the state tarball
+    step_runs: dict[str, int] = field(default_factory=lambda: dict(STEP_RUNS))  # <STEP>_RUNS changes one
     t0: float = field(default_factory=time.time)
 
     @classmethod
@@ -86,7 +84,8 @@ class Settings:
                    min_step_s=int(env["MIN_STEP_S"]) if env.get("MIN_STEP_S") else None,
                    probe_s=int(env.get("PROBE_S") or 0),
                    probe_args=(env.get("PROBE_ARGS") or "0 0").split(),
-                   cache_max_mib=float(env.get("CACHE_MAX_MIB") or 5))
+                   cache_max_mib=float(env.get("CACHE_MAX_MIB") or 5),
+                   step_runs={k: int(env.get(f"{k.upper()}_RUNS") or n) for k, n in STEP_RUNS.items()})
 
     @property
     def results(self) -> Path:
@@ -134,7 +133,7 @@ def finished_runs(base: Path) -> list[str]:
 
 def runs_of(s: Settings, step: str) -> int:
     """How many independent runs ``step`` makes (:data:`STEP_RUNS`; THREADS_RUNS for the thread step)."""
-    return int(os.environ.get(f"{step.upper()}_RUNS") or STEP_RUNS.get(step, 1))
+    return s.step_runs.get(step, 1)
 
 
 def finished_run(base: Path) -> str | None:
@@ -175,7 +174,7 @@ def done(s: Settings, step: str) -> bool:
 def plan_lines(s: Settings) -> list[str]:
     """One line per step: done by an earlier call, fits, cut at the deadline (resumable) or skipped."""
     work, t = s.deadline_s - s.stop_margin_s, 0
-    lines = [f"plan ({s.profile}, estimates measured on an H100): {work} s of work"]
+    lines = [f"plan ({s.profile}, estimates measured on an H100 and an H200): {work} s of work"]
     for step in s.steps:
         if step != "bench" and done(s, step):
             lines.append(f"  {step}: finished by an earlier call")
