@@ -25,7 +25,7 @@ from repro.ml import training
 
 pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
 
-STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study"}
+STEPS = {"mnist": "mnist_cnn", "optimizers": "optimizers", "cost": "cost_study", "threads": "staleness"}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,8 @@ def test_rehearsal_is_cut_then_resumed_on_the_gpu_machines_path(rehearsed):
     assert (call1 / "probe.json").is_file() and json.loads((call1 / "probe.json").read_text())["models"] == 14
     assert log1.index("probe:") < log1.index("optimizers: repro measure")
     assert "optimizers: stopped at the deadline" in log1 and "unfinished: optimizers" in log1
-    assert sorted(p.name for p in call1.glob("*.tar.gz")) == ["cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz"]
+    assert sorted(p.name for p in call1.glob("*.tar.gz")) == ["cost.tar.gz", "mnist.tar.gz", "optimizers-state.tar.gz",
+                                                             "threads-2.tar.gz", "threads.tar.gz"]
     with tarfile.open(call1 / "optimizers-state.tar.gz") as t:
         names = t.getnames()
     assert any(n.startswith("results/rehearse/optimizers/.checkpoints/") for n in names)
@@ -74,6 +75,7 @@ def test_rehearsal_is_cut_then_resumed_on_the_gpu_machines_path(rehearsed):
     # the second call, after `resume`: the optimizers continue after epoch 1; the finished steps are skipped
     assert "resuming" in log2 and "after epoch 1" in log2 and "every step finished" in log2
     assert "cost: finished by an earlier call" in log2 and "mnist: finished by an earlier call" in log2
+    assert "threads: finished by an earlier call" in log2  # both of its runs
     assert sorted(p.name for p in call2.glob("*.tar.gz")) == ["optimizers.tar.gz"]
     h = _run(rehearsed[0], "optimizers")["history"]
     assert sorted(h["epoch"].unique()) == [1, 2] and len(h) == 2 * 14  # both epochs, every model, once
@@ -124,6 +126,17 @@ def test_rehearsed_mnist_and_optimizers_learn_under_jax(rehearsal):
     label = f"JAX {opt.provenance['device']['backend_version']}, {opt.provenance['device']['device']}"
     figs = [e.plot_curves(opt), e.plot_overlay(opt), e.plot_sensitivity(opt)]
     assert all(_stamped(f, label) for f in figs if f is not None)  # each figure says what it ran on (sensitivity: none untuned)
+
+
+@pytest.mark.slow
+def test_rehearsed_thread_step_makes_two_runs_on_the_cpu(rehearsal):
+    """The thread staleness runs twice (a decided verdict needs two runs that agree), its threads on the CPU."""
+    runs = sorted(p.parent for p in (rehearsal / "staleness").glob("*/provenance.json"))
+    assert len(runs) == 2
+    for run in runs:
+        r = harness.load_result(run)
+        assert r.provenance["device"]["device"] == "CPU" and r.provenance["parameters"]["thread"]["workers"] == [1, 2]
+        assert set(r["thread_staleness"]["workers"]) == {1, 2}
 
 
 @pytest.mark.slow
