@@ -182,7 +182,7 @@ def test_profiles_list_every_parameter_and_the_notebook():
 
     spec = params.spec("staleness")
     assert spec.notebook == "05_staleness.ipynb" and spec.module == "repro.experiments.staleness.experiment"
-    assert set(spec.profiles) == {"smoke", "cpu", "threads", "paper"}
+    assert set(spec.profiles) == {"smoke", "cpu", "threads", "gpu-h100", "rehearse", "paper"}
     for name in spec.profiles:
         spec.resolve(name)  # every profile validates
 
