@@ -151,6 +151,10 @@ PROFILE = {
     (lambda d: d["parameters"]["rate"].update(maximum=3), r"^t/profile.yaml: parameters.rate.maximum: unknown field$"),
     (lambda d: d.pop("notebook"), r"^t/profile.yaml: needs 'notebook'$"),
     (lambda d: d.update(default_profile="cpu"), r"^t/profile.yaml: default_profile 'cpu' is not one of smoke, paper$"),
+    (lambda d: d["profiles"]["paper"].update(extends="cpu"),
+     r"^t/profile.yaml: profile paper: extends 'cpu', which is not a profile declared above it$"),
+    (lambda d: d["profiles"]["paper"].update(extends="smoke", values={"epochs": 1}),
+     r"^t/profile.yaml: profile paper: epochs: the same as in 'smoke', which it extends$"),
 ])
 def test_a_malformed_profile_file_is_one_line_naming_file_and_entry(change, message):
     import copy
@@ -162,6 +166,22 @@ def test_a_malformed_profile_file_is_one_line_naming_file_and_entry(change, mess
     with pytest.raises(ParameterError, match=message) as err:
         params._build("t", raw)
     assert "\n" not in str(err.value)
+
+
+def test_a_profile_extends_the_changes_of_one_above_it():
+    import copy
+
+    raw = copy.deepcopy(PROFILE)
+    raw["profiles"]["paper"] = {"extends": "smoke", "values": {"rate": 0.5}}
+    raw["profiles"]["back"] = {"extends": "smoke", "values": {"epochs": 3}}  # smoke's change set back to the default
+    spec = params._build("t", raw)
+    assert spec.profiles["paper"].values == {"epochs": 1, "rate": 0.5}
+    assert spec.profiles["paper"].changes == {"epochs": 1, "rate": 0.5}
+    assert spec.profiles["back"].values == {"epochs": 3, "rate": None} and spec.profiles["back"].changes == {}
+    # the staleness experiment's campaign profiles are its threads profile with a few changes
+    st = params.spec("staleness")
+    threads, gpu = st.profiles["threads"].values, st.profiles["gpu-h100"].values
+    assert {k for k in threads if threads[k] != gpu[k]} == {"thread.workers", "thread.seeds"}
 
 
 def test_repro_list_shows_each_profiles_changes(capsys):

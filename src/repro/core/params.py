@@ -204,6 +204,7 @@ class ProfileDecl(_Strict):
 
     cost: str = "?"
     description: str = ""
+    extends: str = ""  # a profile declared above whose changes this one starts from
     values: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -234,6 +235,20 @@ class ProfileFile(_Strict):
     groups: dict[str, GroupDecl] = Field(default_factory=dict)
     defaults: dict[str, Any] = Field(default_factory=dict)
     profiles: dict[str, ProfileDecl] = Field(min_length=1)
+
+
+def _inherited(spec, prof: ProfileDecl, where: str) -> dict:
+    """A profile's changes from the defaults: those of the profile it ``extends`` (declared above it), then its
+    own; an own value equal to the inherited one is an error (a profile states only what it changes)."""
+    if not prof.extends:
+        return dict(prof.values)
+    if prof.extends not in spec.profiles:
+        raise ParameterError(f"{where}extends {prof.extends!r}, which is not a profile declared above it")
+    base = spec.profiles[prof.extends]
+    same = [k for k, v in prof.values.items() if k in base.values and base.values[k] == v]
+    if same:
+        raise ParameterError(f"{where}{', '.join(same)}: the same as in {prof.extends!r}, which it extends")
+    return {**base.changes, **prof.values}
 
 
 def one_line(err: ValidationError, where: str) -> str:
@@ -433,17 +448,20 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
             raise ParameterError(f"{where}: defaults: {err}") from None
     for pname, prof in doc.profiles.items():
         spec.check_names(prof.values, f"{where}: profile {pname}: ")
-        missing = [p for p in params if p not in {**defaults, **prof.values}]
+        changes = _inherited(spec, prof, f"{where}: profile {pname}: ")
+        missing = [p for p in params if p not in {**defaults, **changes}]
         if missing:
             raise ParameterError(f"{where}: profile {pname}: no value for {', '.join(missing)} (give it in defaults)")
         values = dict(defaults)
-        for value_name, value in prof.values.items():
+        for value_name, value in changes.items():
             try:
                 values[value_name] = params[value_name].check(value)
             except ParameterError as err:
                 raise ParameterError(f"{where}: profile {pname}: {err}") from None
         values = {p: values[p] for p in params}  # in the order of the declarations
-        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, values, dict(prof.values))
+        if prof.extends:  # a change of its base set back to the default is no change
+            changes = {k: v for k, v in changes.items() if k not in defaults or values[k] != defaults[k]}
+        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, values, changes)
     if spec.default_profile not in spec.profiles:
         raise ParameterError(f"{where}: default_profile {spec.default_profile!r} is not one of "
                              f"{', '.join(spec.profiles)}")
