@@ -308,8 +308,8 @@ def test_judge_on_the_published_run_gives_every_claim_and_the_published_verdicts
     assert list(pvo["verdict"]) == list(new["verdict"])
 
 
-PAPER_PROTOCOL = {"mnist_cnn": {"dataset": "mnist", "n_train": 60_000, "epochs": 12},
-                  "cifar10_cnn": {"dataset": "cifar10", "n_train": 50_000, "epochs": 200}}
+PAPER_PROTOCOL = {"mnist_cnn": {"dataset": "mnist", "n_train": 60_000, "epochs": 12, "data_check": ""},
+                  "cifar10_cnn": {"dataset": "cifar10", "n_train": 50_000, "epochs": 200, "data_check": ""}}
 # what the gpu-h100 profile ran (2026-11-27): the stand-ins, shorter
 GPU_H100_PROTOCOL = {"mnist_cnn": {"dataset": "mnist_subset", "n_train": 4_000, "epochs": 2},
                      "cifar10_cnn": {"dataset": "fashion_mnist_rgb32", "n_train": 5_000, "epochs": 1}}
@@ -401,6 +401,21 @@ def test_a_sweep_on_the_stand_ins_or_shorter_is_not_comparable_whatever_it_measu
     assert _verdicts(no_columns)["optimal_cores_mnist"] == ("not comparable (mnist_cnn: dataset not recorded; "
                                                            "n_train not recorded; epochs not recorded; "
                                                            "google_cloud_2017 prices)")
+
+
+def test_the_papers_datasets_whose_files_did_not_verify_are_not_comparable():
+    """The same tables reproduce on verified files and are not comparable where the files failed their check
+    (or a run recorded no check: made before repro verified its data)."""
+    assert _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7)))["optimal_cores_mnist"].startswith(
+        "reproduced")
+    bad = "the data is not the paper's: checksum sha256 5ac779c52c1f... of mnist.npz is not the published 731c5ac60275..."
+    failed = {**PAPER_PROTOCOL, "mnist_cnn": {**PAPER_PROTOCOL["mnist_cnn"], "data_check": bad}}
+    v = _verdicts(_tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7), protocol=failed))
+    assert v["optimal_cores_mnist"] == f"not comparable (mnist_cnn: {bad}; google_cloud_2017 prices)"
+    unchecked = _tables(opt_cores=10, mnist=(3.0, 3.0), cifar=(5.0, 0.7))
+    unchecked["runs"] = unchecked["runs"].drop(columns=["data_check"])
+    assert _verdicts(unchecked)["optimal_cores_mnist"] == ("not comparable (mnist_cnn: the data's checksum was not "
+                                                          "recorded; google_cloud_2017 prices)")
 
 
 def test_claims_that_fail_differ_and_missing_hardware_is_not_testable():

@@ -72,6 +72,7 @@ def test_full_fashion_mnist_from_debian(need):
 
 def test_missing_dataset_offline_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv("REPRO_DATA_DIR", str(tmp_path / "repro"))
     monkeypatch.setenv("REPRO_OFFLINE", "1")
     with pytest.raises(DatasetUnavailable) as err:
         data.load("cifar10")
@@ -80,15 +81,10 @@ def test_missing_dataset_offline_is_one_clear_error(tmp_path, monkeypatch):
 
 
 def test_failed_download_becomes_one_clear_error(tmp_path, monkeypatch):
-    import keras
-
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv("REPRO_DATA_DIR", str(tmp_path / "repro"))
+    monkeypatch.setenv("REPRO_DATA_MIRROR", (tmp_path / "no-such-mirror").as_uri())  # no network: the fetch fails
     monkeypatch.delenv("REPRO_OFFLINE", raising=False)
-
-    def no_network():
-        raise Exception("URL fetch failure on https://example/mnist.npz: None -- [Errno -2] Name or service not known")
-
-    monkeypatch.setattr(keras.datasets.mnist, "load_data", no_network)
     with pytest.raises(DatasetUnavailable) as err:
         data.load("mnist")
     msg = str(err.value)
@@ -121,6 +117,7 @@ def test_unknown_dataset_lists_valid_names():
 
 def test_status_reports_sources(fake_fashion, tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))
+    monkeypatch.setenv("REPRO_DATA_DIR", str(tmp_path / "repro"))
     rows = {r["dataset"]: r for r in data.status()}
     assert rows["mnist_subset"]["offline"] and rows["fashion_mnist"]["offline"]
     assert rows["fashion_mnist"]["source"] == str(data.fashion_dir())

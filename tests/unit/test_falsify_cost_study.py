@@ -30,7 +30,7 @@ def _tables(opt_cores: int = 10, mnist=(3.0, 3.0), cifar=(5.0, 0.7), two_gpus: f
         for dev, k, g, t, c in (("cpu", 1, 0, 1000.0, 1.0), ("cpu", 12, 0, 120.0, 1.0),
                                 ("gpu", 12, 1, 120.0 / speed, ratio), *two):
             runs.append({"network": net, "device": dev, "cores": k, "gpus": g, "dataset": dataset,
-                         "n_train": n_train, "epochs": epochs})
+                         "n_train": n_train, "epochs": epochs, "data_check": ""})
             timing.append({"network": net, "device": dev, "cores": k, "gpus": g, "t_measured_mean_s": t})
             costs.append({"network": net, "device": dev, "cores": k, "gpus": g, "kind": "measured",
                           "provider": "google_cloud_2017", "cost_mean": c})

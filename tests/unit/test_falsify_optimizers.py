@@ -11,7 +11,7 @@ from repro.experiments.optimizers.common import OPTIMIZERS
 
 EXPERIMENT = "optimizers"
 
-CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None, "verified": True}
 PAPER_P = paramtypes.partial(EXPERIMENT, {"epochs": 150, "optimizers": list(OPTIMIZERS), "seeds": [0, 1]})
 # the paper's table: ~30, ~40, ~25, ~80, ~40 %; Adam best, Nadam almost the same
 PAPER_ACCS = {"sgd": 0.30, "momentum": 0.40, "nesterov": 0.25, "rmsprop": 0.80, "adagrad": 0.40,

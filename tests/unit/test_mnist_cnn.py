@@ -9,7 +9,7 @@ from repro.experiments.mnist_cnn import experiment as mnist_cnn
 
 def test_verdict_logic_on_hand_made_inputs():
     summary = {"final_test_accuracy": 0.9910}
-    ds_full = {"name": "mnist", "n_train": 60000}
+    ds_full = {"name": "mnist", "n_train": 60000, "verified": True}
     p12 = paramtypes.partial(mnist_cnn.NAME, {"epochs": 12})
     table = mnist_cnn.compare_with_paper(summary, p12, ds_full, optimizer="Adadelta", runs=2)
     assert table.loc[0, "verdict"] == "reproduced"  # 0.15 points below 99.25 %, within 0.5
@@ -40,7 +40,7 @@ def test_the_accuracy_row_cites_the_keras_example():
 
     claim = claims.load(mnist_cnn.NAME)["accuracy_12ep"]
     assert claim.paper == "keras_mnist_cnn" and claim.reference() == pytest.approx(0.9925)
-    m = mnist_cnn.accuracy({"final_test_accuracy": 0.9910}, paramtypes.partial(mnist_cnn.NAME, {"epochs": 12}), {"name": "mnist", "n_train": 60000},
+    m = mnist_cnn.accuracy({"final_test_accuracy": 0.9910}, paramtypes.partial(mnist_cnn.NAME, {"epochs": 12}), {"name": "mnist", "n_train": 60000, "verified": True},
                            optimizer="Adadelta", runs=2)
     row = claims.row(claim, m)
     assert (row["paper"], row["category"], row["basis"], row["runs"]) == ("keras_mnist_cnn", "reproduced", "measured", 2)

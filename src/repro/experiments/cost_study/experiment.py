@@ -201,6 +201,8 @@ class CostStudy(harness.Experiment[CostStudyParams, dict]):
         run.note("cores_swept", inputs["cores"])
         run.note("price_table", {"path": prices.path, "currency": prices.currency})
         runs, epochs = sweep_children(run, p, inputs["children"], gpu["gpus"])
+        checks = {net: _data.not_the_papers(info) or "" for net, info in zip(p.networks, inputs["datasets"])}
+        runs["data_check"] = runs["network"].map(checks).fillna("")  # why a paper's dataset is not its files
         run.note("device", {**run.record["device"], "children_backends": sorted(set(runs["backend"].dropna()))})
         tables, fits = analysis.analyse(runs, epochs, p, prices, gpu.get("model", ""))
         run.write_json("amdahl", analysis.nan_to_none(fits))

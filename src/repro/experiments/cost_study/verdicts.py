@@ -93,6 +93,10 @@ def _off_protocol(runs: pd.DataFrame, net: str) -> list[str]:
             why.append(f"{col} not recorded for every run")
         why += [say.format(int(v) if col != "dataset" else v, want)
                 for v in sorted(set(r[col].dropna()), key=str) if v != want]
+    if "dataset" in r and (r["dataset"] == name).any():  # the paper's dataset: were its files the published ones?
+        unknown = pd.Series(["the data's checksum was not recorded"])
+        checks = r["data_check"].fillna("") if "data_check" in r else unknown
+        why += sorted({str(c) for c in checks if str(c)})
     return why
 
 

@@ -43,6 +43,8 @@ def protocol(params: MnistCnnParams, dataset: dict, optimizer: str = TRAINED_WIT
     problems = []
     if dataset["name"] != "mnist":
         problems.append(f"dataset {dataset['name']}, not full MNIST")
+    elif bad := _data.not_the_papers(dataset):
+        problems.append(bad)
     if dataset["n_train"] != ref_train:
         problems.append(f"{dataset['n_train']:,} training images, not {ref_train:,}")
     if params.epochs != ref_epochs:

@@ -8,6 +8,7 @@ import pandas as pd
 from repro.core import claims as _claims
 from repro.core import paper
 from repro.core import verdicts as V
+from repro.ml import data as _data
 from repro.ml import training
 
 from .common import LABELS, NAME, OPTIMIZERS
@@ -39,6 +40,8 @@ def comparable(params: OptimizersParams, dataset: dict, device: dict | None = No
     if dataset["name"] != "cifar10":
         why.append(f"{dataset['name']}" + (f" stands in for {dataset['stand_in_for']}" if dataset.get("stand_in_for")
                                            else ", not CIFAR-10"))
+    elif bad := _data.not_the_papers(dataset):
+        why.append(bad)
     if dataset["n_train"] != paper_train:
         why.append(f"{dataset['n_train']:,} training images, not {paper_train:,}")
     if params.epochs != paper_epochs:
