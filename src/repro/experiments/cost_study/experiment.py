@@ -46,7 +46,7 @@ from typing import Any
 
 import pandas as pd
 
-from repro.core import claims, harness
+from repro.core import claims, harness, preflight
 from repro.core.harness import Result
 from repro.core.params import ParameterError
 from repro.core.progress import Progress
@@ -190,6 +190,27 @@ class CostStudy(harness.Experiment[CostStudyParams, dict]):
         gpu: dict[str, Any] = gpu_status() if p.gpu_sweep else off
         return {"cores": cores, "prices": prices, "datasets": datasets, "gpu": gpu, "docker": docker_status(),
                 "children": plan(p, cores, gpu["gpus"])}
+
+    def preflight(self, p: CostStudyParams) -> preflight.Own:
+        """Each network's dataset (verified?) and what a finished sweep decides: the CPU core optimum where both
+        networks run the paper's protocol on its data (its GPU statements also need the paper's K80)."""
+        from repro.core import paper
+
+        items, why = [], []
+        for net in p.networks:
+            np_ = net_params(p, net)
+            name, n_id, e_id = verdicts.PROTOCOL[net]
+            items.append(_data.preflight_item(np_["dataset"]))
+            n = np_["n_train"] or _data.FULL_TRAIN.get(np_["dataset"], 0)
+            off = ([f"{np_['dataset']} data, not {name}"] if np_["dataset"] != name else [])
+            off += [f"{n:,} training images, not {int(paper.value('cloudcost2017', n_id)):,}"] \
+                if n != int(paper.value("cloudcost2017", n_id)) else []
+            off += [f"{np_['epochs']} epochs, not {int(paper.value('cloudcost2017', e_id))}"] \
+                if np_["epochs"] != int(paper.value("cloudcost2017", e_id)) else []
+            off += [bad] if (bad := _data.not_the_papers(_data.expected_info(np_["dataset"], n))) else []
+            why += [f"{net}: {'; '.join(off)}"] if off else []
+        items.append(preflight.forecast(NAME, not why, " / ".join(why), p.repetitions, only={"optimal_cores_mnist"}))
+        return preflight.Own(items)
 
     def measure(self, run, p: CostStudyParams, inputs: dict) -> harness.Output:
         prices, gpu, docker = inputs["prices"], inputs["gpu"], inputs["docker"]

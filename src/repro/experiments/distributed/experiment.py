@@ -44,7 +44,7 @@ import pandas as pd
 
 from repro import cluster
 from repro.cluster import slurm
-from repro.core import claims, harness
+from repro.core import claims, harness, preflight
 from repro.core.progress import Progress
 from repro.experiments.distributed import emulation, programs, runs, verdicts
 from repro.experiments.distributed.arithmetic import ratios, scaling_efficiency, table1
@@ -117,6 +117,10 @@ class Distributed(harness.Experiment[DistributedParams, Inputs]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
+
+    def preflight(self, p: DistributedParams) -> preflight.Own:
+        """The scheduler where the launcher is SLURM (its partition, usable nodes, GPUs per node)."""
+        return preflight.Own([slurm.preflight_item(runs.slurm_tasks(p))] if p.launcher == "slurm" else [])
 
     def prepare(self, p: DistributedParams) -> Inputs:
         models = runs.model_specs(p)  # bad sizes fail before anything is written

@@ -25,7 +25,7 @@ import shutil
 
 import pandas as pd
 
-from repro.core import claims, harness
+from repro.core import claims, harness, preflight
 from repro.experiments.optimizers.paramtypes import OptimizersParams
 from repro.ml import data as _data
 from repro.ml import training
@@ -104,6 +104,22 @@ class Optimizers(harness.Experiment[OptimizersParams, _data.Dataset]):
         tables = {"history": history, "summary": summary, **tables}
         # every training run has finished: its results, not its checkpoints, are kept once the judge has run
         return harness.Output(tables, {"comparable": ok, "not_comparable_because": why}, discard=[ckpt])
+
+    def preflight(self, p: OptimizersParams) -> preflight.Own:
+        """The dataset (verified?), the time (every optimizer, seed and tuning trial at the probe's speed) and the
+        claims a finished run decides (its protocol gate, forecast from the parameters and the data's check)."""
+        from repro.ml import probe as _probe
+
+        from .measure import build_model
+
+        n = p.train_samples or _data.FULL_TRAIN.get(p.dataset, 0)
+        images = n * p.epochs * len(p.optimizers) * len(p.seeds)
+        if p.tuned:
+            images += int(n * (1 - p.validation_fraction)) * p.tune_epochs * len(p.lr_grid) * len(p.optimizers)
+        ok, why = comparable(p, _data.expected_info(p.dataset, n))
+        return preflight.Own([_data.preflight_item(p.dataset), preflight.forecast(NAME, ok, why, len(p.seeds))],
+                             _probe.estimate(images, lambda: build_model(p, (32, 32, 3), 10, "adam", p.learning_rate, 0),
+                                             (32, 32, 3), 10, p.batch_size))
 
     def judge(self, result: harness.Result[OptimizersParams]) -> dict[str, claims.Measured]:
         """From the summary table; a stored run's summary without the final test loss gets it from its history."""

@@ -29,7 +29,7 @@ import pandas as pd
 from repro import cluster
 from repro.book.report import glue
 from repro.cluster import slurm
-from repro.core import claims, harness
+from repro.core import claims, harness, preflight
 from repro.core.harness import Result
 from repro.experiments.speedup import emulation, parameters, rounding, statements
 from repro.experiments.speedup import measure as sm
@@ -129,6 +129,11 @@ class Speedup(harness.Experiment[SpeedupParams, Inputs]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
+
+    def preflight(self, p: SpeedupParams) -> preflight.Own:
+        """The scheduler where the measurement runs on SLURM (its partition, usable nodes, GPUs per node)."""
+        tasks = sm.slurm_tasks(p) if p.measure.enabled else 0
+        return preflight.Own([slurm.preflight_item(tasks)] if tasks else [])
 
     def prepare(self, p: SpeedupParams) -> Inputs:
         """Thesis Table 6.1 and the hardware profile; with ``measure``, one-line errors for the measuring

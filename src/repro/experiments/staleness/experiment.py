@@ -30,7 +30,7 @@ import time
 
 import pandas as pd
 
-from repro.core import claims, harness
+from repro.core import claims, harness, preflight
 from repro.experiments.staleness import study, verdicts
 from repro.experiments.staleness import summaries as sm
 from repro.experiments.staleness.async_sgd import (  # noqa: F401 - the experiment's public names
@@ -83,6 +83,10 @@ class Staleness(harness.Experiment[StalenessParams, _data.Dataset]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
+
+    def preflight(self, p: StalenessParams) -> preflight.Own:
+        """The dataset (the paper's CIFAR-10 verified?)."""
+        return preflight.Own([_data.preflight_item(p.dataset)])
 
     def prepare(self, p: StalenessParams) -> _data.Dataset:
         ds = _data.load(p.dataset, p.train_samples or None, p.test_samples or None, seed=0)
