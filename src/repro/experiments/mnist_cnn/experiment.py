@@ -93,14 +93,16 @@ class MnistCnn(harness.Experiment[MnistCnnParams, _data.Dataset]):
         return _data.load(p.dataset, p.train_samples or None, p.test_samples or None, seed=p.seed)
 
     def preflight(self, p: MnistCnnParams) -> preflight.Own:
-        """The dataset (verified?), the time (every repeat at the probe's speed), the claims a finished run decides."""
+        """The dataset (verified?), the time (every repeat at the probe's speed), the claims a finished run
+        decides."""
         from repro.ml import probe as _probe
 
         n = p.train_samples or _data.FULL_TRAIN.get(p.dataset, 0)
         problems = protocol(p, _data.expected_info(p.dataset, n), trained_with(p))
         return preflight.Own([_data.preflight_item(p.dataset),
                               preflight.forecast(NAME, not problems, "; ".join(problems), p.repeats)],
-                             _probe.estimate(n * p.epochs * p.repeats, lambda: build_model((28, 28, 1), 10, p.learning_rate, p.optimizer),
+                             _probe.estimate(n * p.epochs * p.repeats,
+                                             lambda: build_model((28, 28, 1), 10, p.learning_rate, p.optimizer),
                                              (28, 28, 1), 10, p.batch_size))
 
     def measure(self, run, p: MnistCnnParams, ds: _data.Dataset) -> harness.Output:

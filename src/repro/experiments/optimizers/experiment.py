@@ -118,8 +118,9 @@ class Optimizers(harness.Experiment[OptimizersParams, _data.Dataset]):
             images += int(n * (1 - p.validation_fraction)) * p.tune_epochs * len(p.lr_grid) * len(p.optimizers)
         ok, why = comparable(p, _data.expected_info(p.dataset, n))
         return preflight.Own([_data.preflight_item(p.dataset), preflight.forecast(NAME, ok, why, len(p.seeds))],
-                             _probe.estimate(images, lambda: build_model(p, (32, 32, 3), 10, "adam", p.learning_rate, 0),
-                                             (32, 32, 3), 10, p.batch_size))
+                             _probe.estimate(images, lambda: build_model(p, (32, 32, 3), 10, "adam",
+                                                                         p.learning_rate, 0), (32, 32, 3), 10,
+                                             p.batch_size))
 
     def judge(self, result: harness.Result[OptimizersParams]) -> dict[str, claims.Measured]:
         """From the summary table; a stored run's summary without the final test loss gets it from its history."""
