@@ -138,7 +138,12 @@ def report(exp, p, profile: str, stated_cost: str, gpus_needed: int, root: Path,
     own = exp.preflight(p)  # the experiment's: data, scheduler, decides, and how to estimate its time
     items += own.items
     if probe and own.estimate is not None:
-        items.append(time_item(stated_cost, *own.estimate()))
+        try:
+            items.append(time_item(stated_cost, *own.estimate()))
+        except Exception as exc:  # noqa: BLE001 - a probe that cannot train here: said, the stated cost shown
+            items.append(Item("time", True, f"the probe could not train here ({type(exc).__name__}: "
+                                            f"{str(exc).splitlines()[0][:100] if str(exc) else ''}); the profile "
+                                            f"states: {stated_cost}"))
     else:
         items.append(time_item(stated_cost, None, ""))
     missing = [i for i in own.items if i.what == "data" and not i.ok]

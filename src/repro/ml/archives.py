@@ -268,7 +268,10 @@ def import_path(path: Path) -> tuple[Copy, dict]:
         raise ValueError(f"repro data import: {path} is neither {CIFAR10.archive} (or its {CIFAR10.folder} folder) "
                          f"nor {MNIST.archive}")
     folder = path.is_dir()
-    target = data_dir() / (spec.folder if folder and spec.folder else spec.archive)
+    name = spec.archive
+    if folder and spec.folder:
+        name = spec.folder
+    target = data_dir() / name
     tmp = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
