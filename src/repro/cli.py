@@ -221,6 +221,34 @@ def _cmd_data_fetch(args) -> int:
     return 0
 
 
+def _add_data(sub) -> None:
+    p = sub.add_parser("data", help="datasets")
+    dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
+    q = dsub.add_parser("status", help="which datasets are here, from where, and whether the papers' files verify "
+                                       "against their published checksums (each is found, checked and read)")
+    q.set_defaults(func=_cmd_data_status)
+    q = dsub.add_parser("import", help="copy CIFAR-10 (cifar-10-python.tar.gz or its cifar-10-batches-py folder) or "
+                                       "MNIST (mnist.npz) into repro's data directory and verify it, "
+                                       "e.g. `repro data import ~/Downloads/cifar-10-python.tar.gz`")
+    q.add_argument("path", help="the archive or folder")
+    q.set_defaults(func=_cmd_data_import)
+    q = dsub.add_parser("fetch", help="download cifar10 or mnist into repro's data directory (internet, or a mirror "
+                                      "named by REPRO_DATA_MIRROR) and verify it, e.g. `repro data fetch cifar10`")
+    q.add_argument("name", help="cifar10 or mnist")
+    q.set_defaults(func=_cmd_data_fetch)
+
+
+def _add_check(sub) -> None:
+    p = sub.add_parser("check", help="preflight: what a run needs (data verified?, devices through the backend, "
+                                     "scheduler, disk), its time here and what it can decide; exit 1 where something "
+                                     "blocks, e.g. `repro check --profile paper optimizers`")
+    p.add_argument("experiment", nargs="*", help="experiment names (default: every experiment)")
+    p.add_argument("--profile", help="parameter profile (default: each experiment's default)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
+    p.add_argument("--no-probe", action="store_true", help="skip the few seconds of training that time this machine")
+    p.set_defaults(func=_cmd_check)
+
+
 def _add_predict(sub) -> None:
     p = sub.add_parser("predict", help="images/s and efficiency of a data-parallel cluster by the analytic model "
                                        "(repro.predict.perfmodel) of a hardware profile; --validate: against a run")
@@ -277,14 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
     p.set_defaults(func=_cmd_measure)
 
-    p = sub.add_parser("check", help="preflight: what a run needs (data verified?, devices through the backend, "
-                                     "scheduler, disk), its time here and what it can decide; exit 1 where something "
-                                     "blocks, e.g. `repro check --profile paper optimizers`")
-    p.add_argument("experiment", nargs="*", help="experiment names (default: every experiment)")
-    p.add_argument("--profile", help="parameter profile (default: each experiment's default)")
-    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE", help="override one parameter")
-    p.add_argument("--no-probe", action="store_true", help="skip the few seconds of training that time this machine")
-    p.set_defaults(func=_cmd_check)
+    _add_check(sub)
 
     p = sub.add_parser("render", help="execute finished runs' notebooks against their stored results (never trains)")
     p.add_argument("run_dir", nargs="*", help="finished run directories")
@@ -307,20 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_predict(sub)
 
-    p = sub.add_parser("data", help="datasets")
-    dsub = p.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
-    q = dsub.add_parser("status", help="which datasets are here, from where, and whether the papers' files verify "
-                                       "against their published checksums (each is found, checked and read)")
-    q.set_defaults(func=_cmd_data_status)
-    q = dsub.add_parser("import", help="copy CIFAR-10 (cifar-10-python.tar.gz or its cifar-10-batches-py folder) or "
-                                       "MNIST (mnist.npz) into repro's data directory and verify it, "
-                                       "e.g. `repro data import ~/Downloads/cifar-10-python.tar.gz`")
-    q.add_argument("path", help="the archive or folder")
-    q.set_defaults(func=_cmd_data_import)
-    q = dsub.add_parser("fetch", help="download cifar10 or mnist into repro's data directory (internet, or a mirror "
-                                      "named by REPRO_DATA_MIRROR) and verify it, e.g. `repro data fetch cifar10`")
-    q.add_argument("name", help="cifar10 or mnist")
-    q.set_defaults(func=_cmd_data_fetch)
+    _add_data(sub)
 
     # Experiment modules may add their own tools (e.g. `repro estimate`, `repro cost`):
     # an experiment module (repro/experiments/<name>/experiment.py) that defines add_cli(subparsers).

@@ -200,7 +200,7 @@ class ParamSpec(_Strict):
 
 
 class ProfileDecl(_Strict):
-    """One entry of ``profiles:``: what it costs, what it runs, and what it changes from ``defaults``."""
+    """One entry of ``profiles:``: what it costs and needs, what it runs, what it changes from ``defaults``."""
 
     cost: str = "?"
     description: str = ""
@@ -425,8 +425,7 @@ def format_value(value: Any) -> str:
 
 
 def _build(name: str, raw: Any) -> ExperimentSpec:
-    """An :class:`ExperimentSpec` from a parsed ``profile.yaml``; a malformed file is one line naming it and the
-    entry."""
+    """An :class:`ExperimentSpec` from a parsed ``profile.yaml``; a malformed file: one line naming it and the entry."""
     where = f"{name}/profile.yaml"
     try:
         doc = ProfileFile.model_validate(raw)

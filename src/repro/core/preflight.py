@@ -24,8 +24,9 @@ SKIP_ENV = "REPRO_SKIP_CHECK"
 MIN_FREE_GB = 1.0  # below this on the results' disk a run is refused (its checkpoints and tables)
 
 
-class PreflightFailed(errors.MissingEnvironment):
-    """Something a run needs is missing; the message is the preflight's report (each missing piece a line)."""
+# something a run needs is missing: one line naming each missing piece and how to get it (exit 2, like any
+# missing environment; `repro check` itself exits 1)
+PreflightFailed = errors.MissingEnvironment
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def report(exp, p, profile: str, stated_cost: str, gpus_needed: int, root: Path,
     estimate (a few seconds of training), else the profile's stated cost is shown alone."""
     t0 = time.perf_counter()
     items = [backend_item(), devices_item(gpus_needed), disk_item(root)]
-    own = exp.preflight(p)  # the experiment's: data, scheduler, decides, and how to estimate its time
+    own = exp.preflight(p) if hasattr(exp, "preflight") else Own()  # data, scheduler, decides, its time
     items += own.items
     if probe and own.estimate is not None:
         try:
