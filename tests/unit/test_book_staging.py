@@ -29,6 +29,9 @@ def test_a_section_needing_a_file_the_run_lacks_is_left_out_with_a_note(tmp_path
     _nb(path, [nbformat.v4.new_markdown_cell("# Title"), emu, code])
     (run / "emulated_throughput.csv").write_text("a\n1\n")
     assert book.prune_sections(path, run) == [] and len(nbformat.read(path, as_version=4).cells) == 3
+    # a table the run's parameters left empty (its header alone) is absent data too
+    (run / "emulated_throughput.csv").write_text("a,b\n")
+    assert book.prune_sections(path, run) == ["emulated_throughput.csv"]
 
 
 def test_code_is_folded_and_a_companion_chapter_names_its_profile(tmp_path):
@@ -49,7 +52,8 @@ def test_a_section_can_need_a_summary_key_the_run_set(tmp_path):
     cell = nbformat.v4.new_markdown_cell("At mean staleness {glue:text}`tau` the best was ...")
     cell.metadata["tags"] = ["needs:summary.max_tau"]
     path = tmp_path / "ch.ipynb"
-    for summary, kept in (('{"max_tau": 0}', False), ("{}", False), ('{"max_tau": 64}', True)):
+    for summary, kept in (('{"max_tau": 0}', False), ("{}", False), ('{"max_tau": NaN}', False),
+                          ('{"max_tau": 64}', True)):
         _nb(path, [nbformat.v4.new_markdown_cell("# T"), cell])
         (run / "summary.json").write_text(summary)
         assert (book.prune_sections(path, run) == []) is kept
