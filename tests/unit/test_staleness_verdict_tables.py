@@ -175,6 +175,18 @@ def test_period_without_a_k_between_10_and_20_is_not_testable():
     assert m.ours == "no period between 10 and 20 in this profile"
 
 
+def test_periods_without_k1_are_not_testable_with_this_selection_never_a_failure():
+    """``-p periods=16`` (issue 57): no N > 1 run with k = 1 to lose against; the row names the parameter, it does not
+    read the missing reference as a loss."""
+    m = v.period_measure(_periods([(2, 16, 0.005, float("nan"))]), RUNS)
+    row = _row("period_10_20_acceptable", m)
+    assert (row["category"], row["basis"], m.holds) == ("not testable with this selection", "none", None)
+    assert m.gate.detail == ("needs periods to include 1 (the reference every period's loss is measured against); "
+                             "this run's periods: 16")
+    with_k1 = v.period_measure(_periods([(2, 1, 0.005, 0.0), (2, 16, 0.005, 0.10)]), RUNS)  # the counterfactual
+    assert with_k1.holds is False
+
+
 def test_period_loss_within_the_k1_seed_spread_is_not_comparable():
     # k = 10 loses 3 pts > 2, but k = 1's seed sd is 2 pts: 3 < 2 x 2, within the spread
     m = v.period_measure(_periods([(2, 1, 0.02, 0.0), (2, 10, 0.005, 0.03), (2, 20, 0.005, 0.0)]), RUNS)

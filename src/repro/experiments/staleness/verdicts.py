@@ -129,8 +129,7 @@ def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[st
             runs=runs)
     else:
         out["k1_round_per_minibatch"] = _none("no multi-worker run", V.not_testable("no run with N > 1"))
-    ratio = summary["state_optimizer_state_bytes"] / summary["weight_bytes"]
-    wb = summary["weight_bytes"]
+    ratio, wb = summary["state_optimizer_state_bytes"] / summary["weight_bytes"], summary["weight_bytes"]
     out["state_adds_traffic"] = Measured(
         ours=f"{p.state.optimizer} state is {ratio:.0f}x the weights: a round moves "
              f"{(1 + ratio) * wb / 1e6:.3f} MB instead of {wb / 1e6:.3f} MB per worker",
@@ -209,6 +208,9 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     if not len(mid):
         return _none("no period between 10 and 20 in this profile",
                      V.not_testable("no period in 10-20 in this profile"))
+    if not set(mid["workers"]) <= set(multi.loc[multi["period"] == 1, "workers"]):  # no k = 1 to lose against
+        return _none("no k = 1 reference for an N > 1", V.needs_selection("periods", [1], sorted(
+            int(k) for k in multi["period"].unique()), "the reference every period's loss is measured against"))
     k1sd = multi[multi["period"] == 1].set_index("workers")["acc_sd"] if "acc_sd" in multi else pd.Series(dtype=float)
     ours = (f"accuracy vs k = 1 (acceptable: within {100 * thr:.1f} pts): "
             + "; ".join(f"N = {int(r.workers)}, k = {int(r.period)}: {_pts(-r.drop_vs_k1)}" for r in mid.itertuples()))
