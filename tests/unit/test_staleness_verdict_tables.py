@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.core import claims, harness, paramtypes, results
+from repro.core import verdicts as V
 from repro.experiments.staleness import verdicts as v
 from repro.experiments.staleness.study import EQUIVALENCE_STEPS
 
@@ -85,6 +86,10 @@ def test_staleness_hurts_reads_the_fixed_delays_and_the_first_tau_beyond_the_spr
     assert v.hurts_measure(TS[TS["tau_dist"] == "uniform"], 3).ours.startswith("tau = 8 (uniform): -30.0 pts")
     none = v.hurts_measure(TS[TS["tau"] == 0], 3)
     assert (none.basis, none.gate.category.value) == ("none", "not measured")
+    # -p taus=4,16 (issue 57): no tau = 0, no loss to measure: not a claim that fails
+    no_sync = v.hurts_measure(TS[TS["tau"] > 0].assign(drop_vs_sync=NAN), 3)
+    assert (no_sync.basis, no_sync.holds, no_sync.gate.category) == ("none", None, V.Category.NOT_SELECTED)
+    assert no_sync.gate.detail == "needs taus to include 0; this run's taus: 2, 4, 8, 16"
 
 
 NAN = float("nan")

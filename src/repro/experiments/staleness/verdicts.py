@@ -164,8 +164,7 @@ def _long_status(grp: pd.DataFrame, mid: pd.DataFrame, c: Claim) -> tuple[str, s
 def _much_longer(multi: pd.DataFrame, c: Claim) -> list[tuple[str, str]]:
     """(status, text) of :func:`_long_status` for every N > 1 that ran 10-20 and a much longer period."""
     lo, hi = paper_period()
-    first = c.threshold("large_period_factor") * hi
-    out = []
+    first, out = c.threshold("large_period_factor") * hi, []
     for _, grp in multi.groupby("workers"):
         mid = grp[(grp["period"] >= lo) & (grp["period"] <= hi)]
         if len(mid) and (grp["period"] >= first - EPS).any():
@@ -316,13 +315,14 @@ def hurts_measure(ts: pd.DataFrame, runs: int) -> Measured:
     """Some fixed tau > 0 loses more than acceptable_drop against tau = 0, beyond the seed spread; on the
     emulation's injected delays (basis emulated: consistent / inconsistent)."""
     c = claim("staleness_hurts")
-    thr = c.threshold("acceptable_drop")
-    delayed = ts[ts["tau"] > 0]
+    thr, delayed = c.threshold("acceptable_drop"), ts[ts["tau"] > 0]
     if not len(delayed):
         return _none("no tau > 0 in this profile", V.not_measured("no tau > 0 in this profile"))
     # fixed delays where they ran, else the first distribution that did; tau = 0 (labelled fixed) is the reference
     dist = "fixed" if (delayed["tau_dist"] == "fixed").any() else str(delayed["tau_dist"].iloc[0])
     fixed = pd.concat([ts[ts["tau"] == 0], delayed[delayed["tau_dist"] == dist]])
+    if fixed.loc[fixed["tau"] > 0, "drop_vs_sync"].isna().all():  # no tau = 0 to lose against: the taus leave it out
+        return _none("no tau = 0 reference", V.needs_selection("taus", [0], sorted(set(ts["tau"].tolist()))))
     sync = fixed[fixed["tau"] == 0]
     sd0 = sync["acc_sd"].iloc[0] if len(sync) and "acc_sd" in sync else float("nan")
     top = fixed[fixed["tau"] == fixed["tau"].max()].iloc[0]
