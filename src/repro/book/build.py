@@ -171,12 +171,13 @@ NEEDS = "needs:"  # a cell tag: ``needs:<file>`` or ``needs:summary.<key>``: the
 
 def _has(run: Path, need: str) -> bool:
     """Whether the run made ``need``: a file (a table, ``.csv``, with at least one row: the parameters of a run
-    can leave a table with its header alone), or (``summary.<key>``) a key of its summary.json that is set (not
-    missing, null, zero, NaN or empty)."""
+    can leave a table with its header alone), or (``summary.<key>``, ``summary.<key>.<key>`` into a mapping) a
+    key of its summary.json that is set (not missing, null, zero, NaN or empty)."""
     if need.startswith("summary."):
         path = run / "summary.json"
-        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        value = summary.get(need[len("summary."):])
+        value = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        for key in need[len("summary."):].split("."):
+            value = value.get(key) if isinstance(value, dict) else None
         return bool(value) and not (isinstance(value, float) and math.isnan(value))  # NaN: nothing to show
     path = run / need
     if need.endswith(".csv") and path.is_file():
@@ -187,15 +188,16 @@ def _has(run: Path, need: str) -> bool:
 def prune_sections(notebook: Path, run: Path) -> list[str]:
     """Leave out of a staged chapter the cells whose section reads a part this run did not make (tag
     ``needs:<file>`` or ``needs:summary.<key>``: e.g. the emulated grid of a profile that runs none), with one
-    line where they were, so that no sentence of the chapter is left with a hole ("not run in this profile").
-    Returns the parts missed."""
+    line where they were, so that no sentence of the chapter is left with a hole ("not run in this profile"). A
+    cell with several such tags needs every one. Returns the parts missed."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     kept, missed = [], []
     for cell in nb.cells:
-        need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", []) if t.startswith(NEEDS)), None)
-        if need is None or _has(run, need):
+        need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", [])
+                     if t.startswith(NEEDS) and not _has(run, t[len(NEEDS):])), None)
+        if need is None:
             kept.append(cell)
             continue
         if need not in missed:
