@@ -29,6 +29,9 @@ def test_a_section_needing_a_file_the_run_lacks_is_left_out_with_a_note(tmp_path
     _nb(path, [nbformat.v4.new_markdown_cell("# Title"), emu, code])
     (run / "emulated_throughput.csv").write_text("a\n1\n")
     assert book.prune_sections(path, run) == [] and len(nbformat.read(path, as_version=4).cells) == 3
+    # a table the run's parameters left empty (its header alone) is absent data too
+    (run / "emulated_throughput.csv").write_text("a,b\n")
+    assert book.prune_sections(path, run) == ["emulated_throughput.csv"]
 
 
 def test_code_is_folded_and_a_companion_chapter_names_its_profile(tmp_path):
@@ -49,11 +52,31 @@ def test_a_section_can_need_a_summary_key_the_run_set(tmp_path):
     cell = nbformat.v4.new_markdown_cell("At mean staleness {glue:text}`tau` the best was ...")
     cell.metadata["tags"] = ["needs:summary.max_tau"]
     path = tmp_path / "ch.ipynb"
-    for summary, kept in (('{"max_tau": 0}', False), ("{}", False), ('{"max_tau": 64}', True)):
+    for summary, kept in (('{"max_tau": 0}', False), ("{}", False), ('{"max_tau": NaN}', False),
+                          ('{"max_tau": 64}', True)):
         _nb(path, [nbformat.v4.new_markdown_cell("# T"), cell])
         (run / "summary.json").write_text(summary)
         assert (book.prune_sections(path, run) == []) is kept
         assert ("{glue" in nbformat.read(path, as_version=4).cells[1].source) is kept
+
+
+def test_a_section_can_need_a_key_inside_a_summary_mapping_and_several_parts(tmp_path):
+    """``-p networks=SqueezeNet`` (issue 57): a sentence about GoogLeNet needs ``summary.best.GoogLeNet``; a cell with
+    two ``needs:`` tags is kept only where the run made both."""
+    run = tmp_path / "run"
+    run.mkdir()
+    cell = nbformat.v4.new_markdown_cell("GoogLeNet's best is {glue:text}`sp_best_googlenet`")
+    cell.metadata["tags"] = ["needs:summary.best.GoogLeNet", "needs:parameters.csv"]
+    path = tmp_path / "ch.ipynb"
+    for summary, table, kept in (('{"best": {"SqueezeNet": {"workers": 8}}}', True, False),
+                                 ('{"best": {"GoogLeNet": {"workers": 2}}}', False, False),
+                                 ('{"best": 3}', True, False), ('{"best": {"GoogLeNet": {"workers": 2}}}', True, True)):
+        _nb(path, [nbformat.v4.new_markdown_cell("# T"), cell])
+        (run / "summary.json").write_text(summary)
+        (run / "parameters.csv").unlink(missing_ok=True)
+        if table:
+            (run / "parameters.csv").write_text("network,p\nGoogLeNet,1\n")
+        assert (book.prune_sections(path, run) == []) is kept, (summary, table)
 
 
 def test_a_row_whose_table_the_chapter_left_out_links_to_the_chapter_alone():

@@ -115,16 +115,43 @@ def test_paper_vs_ours_and_ledger_cannot_disagree():
     assert led.loc["conclusion: Adam and Nadam are the most accurate", "verdict"].startswith("differs")
 
 
+ALL_SEVEN = "sgd, momentum, nesterov, rmsprop, adam, adagrad, nadam"
+
+
 def test_judge_gives_every_claim_a_measurement_on_a_partial_run(tmp_path):
+    """Two of the seven (issue 57): every claim that needs an optimizer the run did not train reads *not testable
+    with this selection*, naming the parameter and what it needs; the claims of what was trained are decided."""
     summary = _summary({"sgd": 0.3, "adam": 0.6})
     result = harness.Result(tmp_path, PAPER_P.model_copy(update={"optimizers": ["sgd", "adam"]}), {"datasets": [CIFAR]}, {"summary": summary})
     measured = optimizers.EXPERIMENT.judge(result)
     assert set(measured) == set(claims.load(optimizers.NAME))
-    led = claims.ledger(optimizers.NAME, measured).set_index("claim")
-    assert led.loc["Nadam: final test accuracy", "verdict"] == "not measured (Nadam was not trained in this run)"
-    assert led.loc["Nadam: final test accuracy", "basis"] == "none"
-    assert led.loc["conclusion: Adam and Nadam are the most accurate", "verdict"].startswith("not measured")
-    assert led.loc["SGD: final test accuracy", "verdict"] == "reproduced"
+    led = claims.ledger(optimizers.NAME, measured).set_index("id")
+    assert led.loc["nadam_close", "verdict"] == ("not testable with this selection (needs optimizers to include "
+                                                 "nadam; this run's optimizers: sgd, adam)")
+    assert led.loc["nadam_close", "basis"] == "none"
+    missing = "momentum, nesterov, rmsprop, adagrad, nadam"
+    for cid in ("adam_best", "adam_best_loss", "conclusion_adam_nadam", "conclusion_adam_nadam_loss"):
+        assert led.loc[cid, "verdict"] == (f"not testable with this selection (needs optimizers to include {missing} "
+                                           "(the claim ranks all seven of the paper); this run's optimizers: sgd, adam)")
+    assert led.loc["others_much_worse", "verdict"].startswith(f"not testable with this selection (needs optimizers "
+                                                              f"to include {missing} (the claim compares all seven")
+    assert led.loc["sgd_above_nesterov", "category"] == "not testable with this selection"
+    assert led.loc["sgd_accuracy", "verdict"] == "reproduced"
+    assert not V.Verdict(V.Category.NOT_SELECTED, "x").decisive  # counted as decided by nobody
+    assert "not testable with this selection" in set(led["category"])
+
+
+def test_the_claims_a_selection_cannot_test_are_decided_with_all_seven():
+    """The counterfactual of the test above: the same judge on all seven decides every one of those claims."""
+    few = verdicts.measurements(_with_losses({"sgd": 0.3, "adam": 0.6}, LOSSES), PAPER_P, CIFAR)
+    every = verdicts.measurements(_with_losses(ACCS, LOSSES), PAPER_P, CIFAR)
+    ids = ("adam_best", "adam_best_loss", "nadam_close", "conclusion_adam_nadam", "conclusion_adam_nadam_loss",
+           "others_much_worse", "adagrad_momentum_above_sgd_nesterov", "sgd_above_nesterov", "nadam_close")
+    for cid in ids:
+        assert few[cid].gate is not None and few[cid].gate.category is V.Category.NOT_SELECTED, cid
+        assert every[cid].gate is None and (every[cid].holds is not None or every[cid].value is not None), cid
+    led = claims.ledger(optimizers.NAME, every).set_index("id")
+    assert all(V.category_of(led.loc[cid, "verdict"]) in V.DECISIVE for cid in ids)
 
 
 def test_judge_rederives_the_published_cpu_ledger():
@@ -140,13 +167,15 @@ def test_judge_rederives_the_published_cpu_ledger():
 
 
 def test_conclusions_on_hand_made_inputs():
-    shared = _summary({"adam": 0.60, "nadam": 0.59, "sgd": 0.3})
-    tuned = _summary({"adam": 0.60, "nadam": 0.55, "sgd": 0.64}, variant="tuned")
+    shared = _summary(dict(ACCS, adam=0.60, nadam=0.59, rmsprop=0.5))
+    tuned = _summary(dict(ACCS, adam=0.60, nadam=0.55, sgd=0.64), variant="tuned")
     c = optimizers.conclusions(pd.concat([shared, tuned])).set_index(["variant", "claim"])["holds"]
     assert c[("shared", "Adam is the most accurate of the seven")]
     assert c[("shared", "Adam and Nadam are the two most accurate")]
     assert not c[("tuned", "Adam is the most accurate of the seven")]
     assert not c[("tuned", "Nadam is almost the same as Adam (within 2 points)")]
+    three = optimizers.conclusions(_summary({"adam": 0.60, "nadam": 0.59, "sgd": 0.3}))  # Adam first of three only
+    assert three["holds"].tolist() == [None, None, True]
 
 
 def test_summary_arithmetic():
@@ -262,16 +291,18 @@ def test_claims_without_their_optimizers_or_losses_are_not_measured():
     from repro.experiments.optimizers import verdicts
 
     m = verdicts.measurements(_summary({"sgd": 0.3, "adam": 0.6}), PAPER_P, CIFAR)
+    ran = "; this run's optimizers: sgd, adam"
     assert m["adagrad_momentum_above_sgd_nesterov"].gate == \
-        V.not_measured("Adagrad, SGD + momentum, SGD + Nesterov were not trained in this run")
-    assert m["sgd_above_nesterov"].gate == V.not_measured("SGD + Nesterov was not trained in this run")
-    assert m["others_much_worse"].gate == \
-        V.not_measured("Nadam, RMSprop, SGD + momentum, SGD + Nesterov, Adagrad were not trained in this run")
+        V.not_selected("needs optimizers to include adagrad, momentum, nesterov" + ran)
+    assert m["sgd_above_nesterov"].gate == V.not_selected("needs optimizers to include nesterov" + ran)
+    assert m["others_much_worse"].gate == V.not_selected(
+        "needs optimizers to include momentum, nesterov, rmsprop, adagrad, nadam (the claim compares all seven of "
+        "the paper)" + ran)
     for cid in ("adam_best_loss", "conclusion_adam_nadam_loss"):  # a summary without the loss
-        assert m[cid].gate == V.not_measured("this run's tables record no test loss")
-    no_nadam = verdicts.measurements(_with_losses({"sgd": 0.3, "adam": 0.6}, LOSSES), PAPER_P, CIFAR)
-    assert no_nadam["adam_best_loss"].holds is True
-    assert no_nadam["conclusion_adam_nadam_loss"].gate == V.not_measured("Nadam was not trained in this run")
+        assert m[cid].gate.category is V.Category.NOT_SELECTED
+    every = verdicts.measurements(_summary(ACCS), PAPER_P, CIFAR)
+    for cid in ("adam_best_loss", "conclusion_adam_nadam_loss"):  # all seven, a summary without the loss
+        assert every[cid].gate == V.not_measured("this run's tables record no test loss")
     stated = claims.row(claims.load(optimizers.NAME)["data_type_and_size"], m["data_type_and_size"])
     assert (stated["category"], stated["basis"], stated["paper_did"]) == ("not testable here", "none", "stated")
 
@@ -364,16 +395,19 @@ def test_a_run_without_the_shared_variant_measures_nothing_but_still_has_every_c
     assert set(ledger["basis"]) == {"none"} and set(ledger["runs"]) == {0}
 
 
-def test_a_run_of_adam_and_nadam_alone_decides_the_conclusion_and_the_hours():
+def test_a_run_of_adam_and_nadam_alone_decides_nadams_gap_and_the_hours_not_the_conclusion():
     summary = _variants_summary({"shared": {"adam": 0.85, "nadam": 0.84}}, together=2)
     measured = verdicts.measurements(summary, PAPER_P, CIFAR)
-    top = measured["conclusion_adam_nadam"]
+    assert measured["conclusion_adam_nadam"].gate.category is V.Category.NOT_SELECTED  # top two of two says nothing
+    assert measured["nadam_close"].value == pytest.approx(0.01)
+    top = verdicts.measurements(_variants_summary({"shared": PAPER_ACCS}), PAPER_P, CIFAR)["conclusion_adam_nadam"]
     assert (top.ours, top.holds, top.runs) == ("top two: Adam, Nadam", True, 2)
     hours = measured["hours_per_optimizer"]
     assert hours.value == 1.5 and hours.runs == 2
     assert hours.ours == "1.50 h (the wall time of 2 models trained together)"
     ledger = verdicts.ledger(summary, PAPER_P, CIFAR)
-    assert ledger.loc["conclusion_adam_nadam", "verdict"] == "reproduced"
+    assert ledger.loc["conclusion_adam_nadam", "category"] == "not testable with this selection"
+    assert ledger.loc["nadam_close", "verdict"] == "reproduced"
     assert (ledger.loc["hours_per_optimizer", "category"], ledger.loc["hours_per_optimizer", "runs"]) == \
         ("not comparable", 2)
     alone = verdicts.measurements(_variants_summary({"shared": PAPER_ACCS}, together=1), PAPER_P, CIFAR)["hours_per_optimizer"]
@@ -400,17 +434,52 @@ def test_conclusions_per_variant():
         {"variant": "shared", "claim": "Adam and Nadam are the two most accurate", "holds": True,
          "evidence": "top two: Adam, Nadam"},
         {"variant": "shared", "claim": nadam_claim, "holds": True, "evidence": "gap 0.010"},
-        {"variant": "tuned", "claim": "Adam is the most accurate of the seven", "holds": True,
-         "evidence": "Adam ranks 1 of 2"},
-        {"variant": "tuned", "claim": "Adam and Nadam are the two most accurate", "holds": True,
-         "evidence": "top two: Adam, Nadam"},
+        {"variant": "tuned", "claim": "Adam is the most accurate of the seven", "holds": None,
+         "evidence": SEVEN_OF_ADAM_NADAM},
+        {"variant": "tuned", "claim": "Adam and Nadam are the two most accurate", "holds": None,
+         "evidence": SEVEN_OF_ADAM_NADAM},
         {"variant": "tuned", "claim": nadam_claim, "holds": True, "evidence": f"gap {close:.3f}"},
     ]
 
 
-def test_conclusions_skip_a_variant_without_adam_and_nadam_and_go_on():
+SEVEN_OF_ADAM_NADAM = ("not testable with this selection (needs optimizers to include sgd, momentum, nesterov, "
+                       "rmsprop, adagrad (the claim ranks all seven of the paper); this run's optimizers: adam, nadam)")
+
+
+def test_conclusions_of_a_variant_without_adam_and_nadam_are_not_testable_and_the_next_is_judged():
     no_nadam = {k: v for k, v in PAPER_ACCS.items() if k != "nadam"}
     table = verdicts.conclusions(_variants_summary({"shared": no_nadam, "tuned": PAPER_ACCS}))
-    assert set(table["variant"]) == {"tuned"} and len(table) == 3
+    shared, tuned = table[table["variant"] == "shared"], table[table["variant"] == "tuned"]
+    assert len(shared) == len(tuned) == 3 and bool(tuned["holds"].all()) and shared["holds"].isna().all()
+    assert shared["evidence"].str.startswith("not testable with this selection (needs optimizers to include nadam").all()
     only_tuned = verdicts.conclusions(_variants_summary({"tuned": PAPER_ACCS}))
     assert set(only_tuned["variant"]) == {"tuned"} and bool(only_tuned["holds"].all())
+
+
+def test_conclusions_of_no_variant_are_an_empty_table_that_keeps_its_columns(tmp_path):
+    """An empty table is written with its header and read back as an empty frame with the same columns (issue 57:
+    a run of optimizers beyond the seven alone wrote ``claims.csv`` without a header, and its chapter failed)."""
+    from repro.core import results
+
+    beyond = verdicts.conclusions(_variants_summary({"shared": {"adadelta": 0.5}}))  # none of the seven
+    assert len(beyond) == 3 and beyond["holds"].isna().all()
+    assert beyond["evidence"].str.endswith("this run's optimizers: adadelta)").all()
+    none = verdicts.conclusions(_variants_summary({"shared": PAPER_ACCS}).iloc[:0])  # no variant at all
+    assert none.empty and list(none.columns) == verdicts.CONCLUSIONS
+    results.atomic_write_csv(tmp_path / "claims.csv", none)
+    back = results.read_csv(tmp_path, "claims")
+    assert back.empty and list(back.columns) == verdicts.CONCLUSIONS
+    (tmp_path / "old.csv").write_text("\n")  # an empty table stored without its header, before it had one
+    assert results.read_csv(tmp_path, "old").empty
+    two = verdicts.conclusions(_variants_summary({"shared": {"sgd": 0.3, "adam": 0.6}}))
+    assert list(two.columns) == verdicts.CONCLUSIONS and len(two) == 3 and two["holds"].isna().all()
+
+
+def test_a_run_of_an_optimizer_beyond_the_seven_alone_has_every_claim_not_testable_with_its_selection():
+    summary = _variants_summary({"shared": {"adadelta": 0.5}})
+    led = verdicts.ledger(summary, PAPER_P.model_copy(update={"optimizers": ["adadelta"]}), CIFAR)
+    assert set(led["category"]) == {"not testable with this selection", "not testable here"}
+    assert led.loc["hours_per_optimizer", "verdict"] == (
+        f"not testable with this selection (needs optimizers to include at least one of the paper's seven "
+        f"({ALL_SEVEN}); this run's optimizers: adadelta)")
+    assert led.loc["sgd_accuracy", "verdict"].endswith("this run's optimizers: adadelta)")

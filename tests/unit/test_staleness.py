@@ -196,3 +196,31 @@ def test_threads_profile_measures_threads_alone_where_they_do_not_outnumber_the_
     assert len(p.thread.seeds) >= need and p.thread.updates > 0 and not p.pipeline_check
     # the rest at its smallest: no grid that any claim could judge
     assert p.workers == [1] and p.periods == [1] and p.taus == [0] and p.mitigations == ["none"]
+
+
+def test_the_chapter_of_periods_without_k1_renders_without_the_sections_that_need_it(monkeypatch):
+    """``-p periods=16`` (issue 57): no N > 1 run with k = 1, so no drop against it: the chapter's numbers and its
+    guide leave the period's drop out (its section is left out by ``needs:summary.period_mid_worst_drop``), never
+    an error; the published cpu run's own tables keep them (the counterfactual)."""
+    from repro.book import report
+    from repro.core import harness, results
+    from repro.experiments.staleness import chapter, summaries
+
+    root = results.project_root()
+    run = sorted(p for p in (root / "published" / "cpu" / "staleness").glob("*/") if (p / "ledger.csv").is_file())[-1]
+    r = harness.load_result(run)
+    glued: dict = {}
+    monkeypatch.setattr(report, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+    chapter.glue_numbers(r)
+    assert "stale_worst_drop_pts" in glued and "Averaging period, N = 2" in chapter.guide_markdown(r)
+    ps = r.tables["period_summary"]
+    no_k1 = ps[(ps["workers"] == 1) | (ps["period"] != 1)].assign(
+        drop_vs_k1=lambda d: d["drop_vs_k1"].where(d["workers"] == 1), acceptable=lambda d: d["workers"] == 1)
+    r.tables = dict(r.tables, period_summary=no_k1)
+    glued.clear()
+    chapter.glue_numbers(r)
+    assert "stale_worst_drop_pts" not in glued and glued["stale_mid_worst_drop_pts"] != glued["stale_mid_worst_drop_pts"]
+    assert "Averaging period" not in chapter.guide_markdown(r)
+    tables = {name: r.tables[name] for name in ("period_summary", "tau_summary", "mitigation_summary",
+                                                 "thread_staleness", "averaging_final", "async_final")}
+    assert "period_mid_worst_drop" not in summaries.run_summary(tables, r.summary["equivalence"], {})

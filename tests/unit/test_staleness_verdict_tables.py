@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.core import claims, harness, paramtypes, results
+from repro.core import verdicts as V
 from repro.experiments.staleness import verdicts as v
 from repro.experiments.staleness.study import EQUIVALENCE_STEPS
 
@@ -85,6 +86,10 @@ def test_staleness_hurts_reads_the_fixed_delays_and_the_first_tau_beyond_the_spr
     assert v.hurts_measure(TS[TS["tau_dist"] == "uniform"], 3).ours.startswith("tau = 8 (uniform): -30.0 pts")
     none = v.hurts_measure(TS[TS["tau"] == 0], 3)
     assert (none.basis, none.gate.category.value) == ("none", "not measured")
+    # -p taus=4,16 (issue 57): no tau = 0, no loss to measure: not a claim that fails
+    no_sync = v.hurts_measure(TS[TS["tau"] > 0].assign(drop_vs_sync=NAN), 3)
+    assert (no_sync.basis, no_sync.holds, no_sync.gate.category) == ("none", None, V.Category.NOT_SELECTED)
+    assert no_sync.gate.detail == "needs taus to include 0; this run's taus: 2, 4, 8, 16"
 
 
 NAN = float("nan")
@@ -173,6 +178,18 @@ def test_period_without_a_k_between_10_and_20_is_not_testable():
     row = _row("period_10_20_acceptable", m)
     assert (row["category"], row["basis"], row["runs"]) == ("not testable here", "none", 0)
     assert m.ours == "no period between 10 and 20 in this profile"
+
+
+def test_periods_without_k1_are_not_testable_with_this_selection_never_a_failure():
+    """``-p periods=16`` (issue 57): no N > 1 run with k = 1 to lose against; the row names the parameter, it does not
+    read the missing reference as a loss."""
+    m = v.period_measure(_periods([(2, 16, 0.005, float("nan"))]), RUNS)
+    row = _row("period_10_20_acceptable", m)
+    assert (row["category"], row["basis"], m.holds) == ("not testable with this selection", "none", None)
+    assert m.gate.detail == ("needs periods to include 1 (the reference every period's loss is measured against); "
+                             "this run's periods: 16")
+    with_k1 = v.period_measure(_periods([(2, 1, 0.005, 0.0), (2, 16, 0.005, 0.10)]), RUNS)  # the counterfactual
+    assert with_k1.holds is False
 
 
 def test_period_loss_within_the_k1_seed_spread_is_not_comparable():

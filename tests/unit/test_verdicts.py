@@ -83,6 +83,17 @@ def test_verdict_errors_name_what_was_wrong():
     with pytest.raises(VerdictError, match=r"^basis 'guess' is not one of: measured, emulated, model, equations, none$"):
         V.settle(V.reproduced(), "guess", 2, stochastic=False)
     with pytest.raises(VerdictError, match=r"does not start with one of: reproduced, consistent, inconsistent, "
-                                           r"partly, differs, not comparable, not testable here, not measured, "
+                                           r"partly, differs, not comparable, not testable here, "
+                                           r"not testable with this selection, not measured, "
                                            r"rule changed after the data, unstable$"):
         V.category_of("probably")
+
+
+def test_a_claim_the_selection_leaves_out_names_the_parameter_and_is_decided_by_nobody():
+    v = V.needs_selection("optimizers", ["sgd", "nadam", "adam"], ["sgd", "adam"], "the claim ranks all seven")
+    assert str(v) == ("not testable with this selection (needs optimizers to include nadam (the claim ranks all "
+                      "seven); this run's optimizers: sgd, adam)")
+    assert not v.decisive and V.parse(str(v)) == v and V.category_of(str(v)) is V.Category.NOT_SELECTED
+    assert V.settle(v, "none", 0, stochastic=True) == v
+    with pytest.raises(VerdictError, match="needs its reason"):
+        V.not_selected(" ")

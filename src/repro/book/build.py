@@ -9,6 +9,7 @@ A missing run is an error, so a partial book never passes for a whole one.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -169,34 +170,42 @@ NEEDS = "needs:"  # a cell tag: ``needs:<file>`` or ``needs:summary.<key>``: the
 
 
 def _has(run: Path, need: str) -> bool:
-    """Whether the run made ``need``: a file, or (``summary.<key>``) a key of its summary.json that is set
-    (not missing, null, zero or empty)."""
+    """Whether the run made ``need``: a file (a table, ``.csv``, with at least one row: the parameters of a run
+    can leave a table with its header alone), or (``summary.<key>``, ``summary.<key>.<key>`` into a mapping) a
+    key of its summary.json that is set (not missing, null, zero, NaN or empty)."""
     if need.startswith("summary."):
         path = run / "summary.json"
-        summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        return bool(summary.get(need[len("summary."):]))
-    return (run / need).exists()
+        value = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        for key in need[len("summary."):].split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        return bool(value) and not (isinstance(value, float) and math.isnan(value))  # NaN: nothing to show
+    path = run / need
+    if need.endswith(".csv") and path.is_file():
+        return len(path.read_text(encoding="utf-8").strip().splitlines()) > 1
+    return path.exists()
 
 
 def prune_sections(notebook: Path, run: Path) -> list[str]:
     """Leave out of a staged chapter the cells whose section reads a part this run did not make (tag
     ``needs:<file>`` or ``needs:summary.<key>``: e.g. the emulated grid of a profile that runs none), with one
-    line where they were, so that no sentence of the chapter is left with a hole ("not run in this profile").
-    Returns the parts missed."""
+    line where they were, so that no sentence of the chapter is left with a hole ("not run in this profile"). A
+    cell with several such tags needs every one. Returns the parts missed."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     kept, missed = [], []
     for cell in nb.cells:
-        need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", []) if t.startswith(NEEDS)), None)
-        if need is None or _has(run, need):
+        need = next((t[len(NEEDS):] for t in cell.metadata.get("tags", [])
+                     if t.startswith(NEEDS) and not _has(run, t[len(NEEDS):])), None)
+        if need is None:
             kept.append(cell)
             continue
         if need not in missed:
             missed.append(need)
             kept.append(nbformat.v4.new_markdown_cell(
                 f"```{{note}}\nA section is left out here: it reads `{need}`, which this profile's run does not "
-                "make (the profile does not run that part). A run of a profile that does (in the published book, "
+                "make (the profile, or the parameters it ran with, do not run that part, or leave its table "
+                "empty). A run of a profile that does (in the published book, "
                 "the chapter this one is a section of, or a section beside it) shows it.\n```"))
     if missed:
         nb.cells = kept

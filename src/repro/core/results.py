@@ -58,7 +58,8 @@ def json_text(obj: Any) -> str:
 
 
 def csv_text(df: pd.DataFrame) -> str:
-    """``df`` as a run writes a table (no index)."""
+    """``df`` as a run writes a table (no index): its header always, so that a table with no rows is read back
+    with its columns (:func:`read_csv`; give an empty table its columns, ``pd.DataFrame(rows, columns=...)``)."""
     buf = io.StringIO()
     df.to_csv(buf, index=False)
     return buf.getvalue()
@@ -197,7 +198,13 @@ def read_provenance(run_dir: Path) -> dict:
 
 
 def read_csv(run_dir: Path, name: str) -> pd.DataFrame:
-    return pd.read_csv(Path(run_dir) / f"{name}.csv")
+    """A run's table ``<name>.csv``; a table with no rows is read as an empty frame with its header's columns, and a
+    file with no header at all (an empty table written without its columns, by a checkout before they were given)
+    as an empty frame."""
+    try:
+        return pd.read_csv(Path(run_dir) / f"{name}.csv")
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
 
 
 def read_json(run_dir: Path, name: str) -> Any:

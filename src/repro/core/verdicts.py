@@ -8,8 +8,10 @@ A verdict is a :class:`Category` and a detail. The category a row may carry depe
   of the paper's hardware on this machine) and ``model`` (an analytic model of that hardware):
   *consistent* or *inconsistent*, never *reproduced* or *differs*: they check that the paper's
   numbers agree with each other or with a model, not that they happen again;
-* any basis: *not comparable*, *not testable here*, *not measured* (gates: decided before any
-  comparison, each with the reason);
+* any basis: *not comparable*, *not testable here*, *not testable with this selection*, *not measured*
+  (gates: decided before any comparison, each with the reason; *not testable with this selection* where the
+  run's own parameters left out what the claim needs, e.g. two of the seven optimizers, and it names the
+  parameter that would make it testable);
 * on the bases with runs: *rule changed after the data* (the claim's text or rule is not the one its run was
   measured under: :func:`rule_changed`) and *unstable* (two independent runs decided differently:
   :func:`unstable`), each showing both verdicts and counted as decided by neither.
@@ -39,6 +41,7 @@ class Category(str, Enum):
     DIFFERS = "differs"
     NOT_COMPARABLE = "not comparable"
     NOT_TESTABLE = "not testable here"
+    NOT_SELECTED = "not testable with this selection"  # the run's parameters left out what the claim needs
     NOT_MEASURED = "not measured"
     RULE_CHANGED = "rule changed after the data"  # the claim's text or rule changed after its run measured
     UNSTABLE = "unstable"  # two independent runs of a stochastic quantity gave different decided verdicts
@@ -152,6 +155,21 @@ def not_comparable(why: str) -> Verdict:
 
 def not_testable(why: str) -> Verdict:
     return _why(Category.NOT_TESTABLE, why)
+
+
+def not_selected(why: str) -> Verdict:
+    """A claim the run's selection cannot judge (a list parameter without what the claim needs); ``why`` names the
+    parameter and the values that would make it testable, and what the run had (:func:`needs_selection`)."""
+    return _why(Category.NOT_SELECTED, why)
+
+
+def needs_selection(parameter: str, needed, selected, about: str = "") -> Verdict:
+    """*not testable with this selection*: the claim needs ``parameter`` to include every value of ``needed``
+    (``about``: what the claim is about, said in brackets); the run's ``parameter`` was ``selected`` (e.g.
+    ``needs optimizers to include nadam, momentum; this run's optimizers: sgd, adam``)."""
+    missing = [str(v) for v in needed if v not in set(selected)]
+    return not_selected(f"needs {parameter} to include {', '.join(missing)}" + (f" ({about})" if about else "")
+                        + f"; this run's {parameter}: " + (", ".join(str(v) for v in selected) or "none"))
 
 
 def not_measured(why: str) -> Verdict:

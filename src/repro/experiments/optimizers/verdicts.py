@@ -69,17 +69,26 @@ def _not_measured(why: str) -> _claims.Measured:
     return _claims.Measured(ours="–", basis="none", runs=0, gate=V.not_measured(why))
 
 
-def _accuracy(opt: str, s: pd.DataFrame, gate: V.Verdict | None) -> _claims.Measured:
-    """The measurement behind the accuracy claim of ``opt`` (rank for Adam, gap to Adam for Nadam)."""
-    if opt not in s.index:
-        return _not_measured(f"{LABELS[opt]} was not trained in this run")
+ALL_SEVEN = "the claim ranks all seven of the paper"  # what a claim that needs every one of the seven is about
+
+
+def trained(summary: pd.DataFrame, variant: str = "shared") -> list[str]:
+    """The optimizers of ``variant`` in the run: those of the paper's seven in the paper's order, then any beyond."""
+    ran = list(dict.fromkeys(summary.loc[summary["variant"] == variant, "optimizer"]))
+    return [o for o in OPTIMIZERS if o in ran] + [o for o in ran if o not in OPTIMIZERS]
+
+
+def _accuracy(opt: str, s: pd.DataFrame, gate: V.Verdict | None, selected: list[str]) -> _claims.Measured:
+    """The measurement behind the accuracy claim of ``opt`` (rank among all seven for Adam, gap to Adam for
+    Nadam); a claim whose optimizers the run did not train is *not testable with this selection*."""
+    needs = {"adam": OPTIMIZERS, "nadam": ("adam", "nadam")}.get(opt, (opt,))
+    if (lacking := _lacking(s, needs, selected, ALL_SEVEN if opt == "adam" else "")) is not None:
+        return lacking
     acc, rank, runs = float(s.loc[opt, "final_accuracy"]), int(s.loc[opt, "rank"]), int(s.loc[opt, "seeds"])
     ours = f"{acc:.1%} (rank {rank})"
     if opt == "adam":
         return _claims.Measured(ours=ours, holds=rank == 1, gate=gate, runs=runs)
     if opt == "nadam":
-        if "adam" not in s.index:
-            return _not_measured("Adam was not trained in this run")
         gap = abs(acc - float(s.loc["adam", "final_accuracy"]))
         return _claims.Measured(ours=f"{acc:.1%} (rank {rank}; {gap:.3f} from Adam)", value=gap, gate=gate,
                                 runs=min(runs, int(s.loc["adam", "seeds"])))
@@ -109,12 +118,14 @@ def with_final_loss(summary: pd.DataFrame, history: pd.DataFrame | None) -> pd.D
     return summary.merge(final_losses(history), on=["variant", "optimizer"], how="left")
 
 
-def _lacking(s: pd.DataFrame, opts) -> _claims.Measured | None:
-    """A *not measured* measurement naming the optimizers of ``opts`` this run did not train, or None."""
-    missing = [LABELS[o] for o in opts if o not in s.index]
-    if not missing:
-        return None
-    return _not_measured(f"{', '.join(missing)} {'was' if len(missing) == 1 else 'were'} not trained in this run")
+def _lacking(s: pd.DataFrame, opts, selected: list[str], about: str = "") -> _claims.Measured | None:
+    """A *not testable with this selection* measurement where this run (its optimizers ``selected``) did not train
+    every optimizer of ``opts`` (it names those the ``optimizers`` parameter needs to include), or None."""
+    return None if all(o in s.index for o in opts) else _untestable(opts, selected, about)
+
+
+def _untestable(opts, selected: list[str], about: str = "") -> _claims.Measured:
+    return _claims.Measured(ours="–", basis="none", runs=0, gate=V.needs_selection("optimizers", opts, selected, about))
 
 
 def _accs(s: pd.DataFrame, opts) -> str:
@@ -125,18 +136,18 @@ def _seeds(s: pd.DataFrame, opts) -> int:
     return int(s.loc[list(opts), "seeds"].min())
 
 
-def orderings(s: pd.DataFrame, gate: V.Verdict | None) -> dict[str, _claims.Measured]:
+def orderings(s: pd.DataFrame, gate: V.Verdict | None, selected: list[str]) -> dict[str, _claims.Measured]:
     """The paper's ordering of the weaker optimizers and its gap to the three best, from the shared rows ``s``:
     Adagrad and momentum above SGD and Nesterov, SGD above Nesterov, the other four >= 10 points below."""
     acc = s["final_accuracy"].astype(float)
     out: dict[str, _claims.Measured] = {}
     up, down = ("adagrad", "momentum"), ("sgd", "nesterov")
-    out["adagrad_momentum_above_sgd_nesterov"] = _lacking(s, up + down) or _claims.Measured(
+    out["adagrad_momentum_above_sgd_nesterov"] = _lacking(s, up + down, selected) or _claims.Measured(
         ours=f"{_accs(s, up)} vs {_accs(s, down)}", holds=bool(acc[list(up)].min() > acc[list(down)].max()),
         gate=gate, runs=_seeds(s, up + down))
-    out["sgd_above_nesterov"] = _lacking(s, down) or _claims.Measured(
+    out["sgd_above_nesterov"] = _lacking(s, down, selected) or _claims.Measured(
         ours=_accs(s, down), holds=bool(acc["sgd"] > acc["nesterov"]), gate=gate, runs=_seeds(s, down))
-    if (lacking := _lacking(s, STRONG + WEAK)) is not None:
+    if (lacking := _lacking(s, OPTIMIZERS, selected, "the claim compares all seven of the paper")) is not None:
         out["others_much_worse"] = lacking
     else:
         low, high = acc[list(STRONG)].idxmin(), acc[list(WEAK)].idxmax()
@@ -147,27 +158,21 @@ def orderings(s: pd.DataFrame, gate: V.Verdict | None) -> dict[str, _claims.Meas
     return out
 
 
-def losses(s: pd.DataFrame, gate: V.Verdict | None) -> dict[str, _claims.Measured]:
-    """Adam's rank by final test loss, and whether Adam and Nadam have the two lowest, from the shared rows."""
+def losses(s: pd.DataFrame, gate: V.Verdict | None, selected: list[str]) -> dict[str, _claims.Measured]:
+    """Adam's rank by final test loss, and whether Adam and Nadam have the two lowest, from the shared rows (both
+    rank all seven of the paper)."""
     ids = ("adam_best_loss", "conclusion_adam_nadam_loss")
+    if (lacking := _lacking(s, OPTIMIZERS, selected, ALL_SEVEN)) is not None:
+        return dict.fromkeys(ids, lacking)
     if "final_loss" not in s:
         return {cid: _not_measured("this run's tables record no test loss") for cid in ids}
-    rank = loss_rank(s)
-    out = {}
-    if (lacking := _lacking(s, ("adam",))) is not None:
-        out["adam_best_loss"] = lacking
-    else:
-        out["adam_best_loss"] = _claims.Measured(
-            ours=f"{float(s.loc['adam', 'final_loss']):.3f} (rank {rank['adam']} by loss)",
-            holds=bool(rank["adam"] == 1), gate=gate, runs=_seeds(s, ("adam",)))
-    if (lacking := _lacking(s, ("adam", "nadam"))) is not None:
-        out["conclusion_adam_nadam_loss"] = lacking
-    else:
-        low2 = lowest_two_losses(s)
-        out["conclusion_adam_nadam_loss"] = _claims.Measured(
-            ours="lowest two: " + ", ".join(f"{LABELS[o]} {float(s.loc[o, 'final_loss']):.3f}" for o in low2),
-            holds=set(low2) == {"adam", "nadam"}, gate=gate, runs=int(s["seeds"].min()))
-    return out
+    rank, low2 = loss_rank(s), lowest_two_losses(s)
+    return {"adam_best_loss": _claims.Measured(
+                ours=f"{float(s.loc['adam', 'final_loss']):.3f} (rank {rank['adam']} by loss)",
+                holds=bool(rank["adam"] == 1), gate=gate, runs=_seeds(s, ("adam",))),
+            "conclusion_adam_nadam_loss": _claims.Measured(
+                ours="lowest two: " + ", ".join(f"{LABELS[o]} {float(s.loc[o, 'final_loss']):.3f}" for o in low2),
+                holds=set(low2) == {"adam", "nadam"}, gate=gate, runs=int(s["seeds"].min()))}
 
 
 def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict,
@@ -175,23 +180,25 @@ def measurements(summary: pd.DataFrame, params: OptimizersParams, dataset: dict,
     """One :class:`~repro.core.claims.Measured` per claim id, from the ``summary`` table of a run."""
     ok, why = comparable(params, dataset, device)
     gate = None if ok else V.not_comparable(why)
-    s = shared(summary)
-    out = {cid: _accuracy(opt, s, gate) for opt, cid in ACCURACY_CLAIMS.items()}
-    if s.empty:
-        for cid in RUN_CLAIMS:
-            out[cid] = _not_measured("no run of the shared variant")
-        return out
-    out.update(orderings(s, gate))
-    out.update(losses(s, gate))
+    s, selected = shared(summary), trained(summary)
+    if not selected:
+        return {cid: _not_measured("no run of the shared variant") for cid in (*ACCURACY_CLAIMS.values(), *RUN_CLAIMS)}
+    out = {cid: _accuracy(opt, s, gate, selected) for opt, cid in ACCURACY_CLAIMS.items()}
+    out.update(orderings(s, gate, selected))
+    out.update(losses(s, gate, selected))
     out["data_type_and_size"] = _claims.Measured(ours="–", basis="none", runs=0, gate=ONE_DATASET)
+    if s.empty:  # none of the seven: nothing of the paper's protocol to time
+        none = V.not_selected(f"needs optimizers to include at least one of the paper's seven "
+                              f"({', '.join(OPTIMIZERS)}); this run's optimizers: {', '.join(selected)}")
+        out.update(dict.fromkeys(("epochs_to_converge", "hours_per_optimizer"),
+                                 _claims.Measured(ours="–", basis="none", runs=0, gate=none)))
+        out["conclusion_adam_nadam"] = _untestable(OPTIMIZERS, selected, ALL_SEVEN)
+        return out
     runs = int(s["seeds"].min())
-    if {"adam", "nadam"} <= set(s.index):
-        top2 = top_two(s)
-        out["conclusion_adam_nadam"] = _claims.Measured(
-            ours="top two: " + ", ".join(LABELS[o] for o in sorted(top2)), holds=top2 == {"adam", "nadam"},
-            gate=gate, runs=runs)
-    else:
-        out["conclusion_adam_nadam"] = _not_measured("Adam and Nadam were not both trained in this run")
+    top2 = top_two(s)
+    out["conclusion_adam_nadam"] = _lacking(s, OPTIMIZERS, selected, ALL_SEVEN) or _claims.Measured(
+        ours="top two: " + ", ".join(LABELS[o] for o in sorted(top2)), holds=top2 == {"adam", "nadam"},
+        gate=gate, runs=runs)
     epochs95 = float(s["epochs_to_95pct_best"].max())
     out["epochs_to_converge"] = _claims.Measured(
         ours=f"<= {epochs95:.0f} of {params.epochs} epochs to 95 % of the best accuracy", value=epochs95,
@@ -229,37 +236,53 @@ def compare_with_paper(summary: pd.DataFrame, params: OptimizersParams, dataset:
     return pd.DataFrame(rows)
 
 
+CONCLUSIONS = ["variant", "claim", "holds", "evidence"]  # the columns of the conclusions table, also when empty
+
+
 def conclusions(summary: pd.DataFrame) -> pd.DataFrame:
     """The paper's conclusion tested on our data, for the shared and the tuned variant (yes/no per variant);
-    by final test loss too where the summary has it (:func:`with_final_loss`)."""
+    by final test loss too where the summary has it (:func:`with_final_loss`). A row whose optimizers the
+    variant did not train reads *not testable with this selection* (holds empty); no variant, no rows."""
     band = _claims.load(NAME)["nadam_close"].band
     if band is None:
         raise _claims.ClaimsError("optimizers/claims.yaml: nadam_close needs a band")
-    close = band[1]
     rows = []
     for variant in ("shared", "tuned"):
-        s = paper_rows(summary, variant)
-        if s.empty or not {"adam", "nadam"} <= set(s.index):
-            continue
+        if ran := trained(summary, variant):
+            rows += [{"variant": variant, **r} for r in _conclusions(paper_rows(summary, variant), ran, band[1])]
+    return pd.DataFrame(rows, columns=CONCLUSIONS)
+
+
+def _conclusions(s: pd.DataFrame, ran: list[str], close: float) -> list[dict]:
+    """The rows of :func:`conclusions` of one variant (``s``: its rows of the seven; ``ran``: what it trained)."""
+    def untestable(claim: str, needs, about: str = "") -> dict:
+        return {"claim": claim, "holds": None, "evidence": str(V.needs_selection("optimizers", needs, ran, about))}
+
+    best, top, near = ("Adam is the most accurate of the seven", "Adam and Nadam are the two most accurate",
+                       f"Nadam is almost the same as Adam (within {close * 100:g} points)")
+    best_loss, top_loss = ("Adam has the lowest final test loss of the seven",
+                           "Adam and Nadam have the two lowest final test losses")
+    seven = all(o in s.index for o in OPTIMIZERS)
+    rows = []
+    if seven:
         top2 = top_two(s)
+        rows += [{"claim": best, "holds": bool(s.loc["adam", "rank"] == 1),
+                  "evidence": f"Adam ranks {int(s.loc['adam', 'rank'])} of {len(s)}"},
+                 {"claim": top, "holds": top2 == {"adam", "nadam"},
+                  "evidence": "top two: " + ", ".join(LABELS[o] for o in sorted(top2))}]
+    else:
+        rows += [untestable(best, OPTIMIZERS, ALL_SEVEN), untestable(top, OPTIMIZERS, ALL_SEVEN)]
+    if {"adam", "nadam"} <= set(s.index):
         gap = abs(s.loc["adam", "final_accuracy"] - s.loc["nadam", "final_accuracy"])
-        rows += [
-            {"variant": variant, "claim": "Adam is the most accurate of the seven",
-             "holds": bool(s.loc["adam", "rank"] == 1),
-             "evidence": f"Adam ranks {int(s.loc['adam', 'rank'])} of {len(s)}"},
-            {"variant": variant, "claim": "Adam and Nadam are the two most accurate",
-             "holds": top2 == {"adam", "nadam"}, "evidence": "top two: " + ", ".join(LABELS[o] for o in sorted(top2))},
-            {"variant": variant, "claim": f"Nadam is almost the same as Adam (within {close * 100:g} points)",
-             "holds": bool(gap <= close), "evidence": f"gap {gap:.3f}"},
-        ]
-        if "final_loss" in s:  # a run whose tables record the test loss
-            rank, low2, adam_loss = loss_rank(s), lowest_two_losses(s), float(s.loc["adam", "final_loss"])
-            rows += [
-                {"variant": variant, "claim": "Adam has the lowest final test loss of the seven",
-                 "holds": bool(rank["adam"] == 1),
-                 "evidence": f"Adam ranks {rank['adam']} of {len(s)} by loss ({adam_loss:.3f})"},
-                {"variant": variant, "claim": "Adam and Nadam have the two lowest final test losses",
-                 "holds": set(low2) == {"adam", "nadam"},
-                 "evidence": "lowest two: " + ", ".join(LABELS[o] for o in low2)},
-            ]
-    return pd.DataFrame(rows)
+        rows.append({"claim": near, "holds": bool(gap <= close), "evidence": f"gap {gap:.3f}"})
+    else:
+        rows.append(untestable(near, ("adam", "nadam")))
+    if "final_loss" not in s:  # a run whose tables record no test loss
+        return rows
+    if not seven:
+        return rows + [untestable(best_loss, OPTIMIZERS, ALL_SEVEN), untestable(top_loss, OPTIMIZERS, ALL_SEVEN)]
+    rank, low2, adam_loss = loss_rank(s), lowest_two_losses(s), float(s.loc["adam", "final_loss"])
+    return rows + [{"claim": best_loss, "holds": bool(rank["adam"] == 1),
+                    "evidence": f"Adam ranks {rank['adam']} of {len(s)} by loss ({adam_loss:.3f})"},
+                   {"claim": top_loss, "holds": set(low2) == {"adam", "nadam"},
+                    "evidence": "lowest two: " + ", ".join(LABELS[o] for o in low2)}]

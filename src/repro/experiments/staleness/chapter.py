@@ -17,9 +17,11 @@ def guide_markdown(result: Result[StalenessParams]) -> str:
     out = []
     ps = t["period_summary"]
     for n, grp in ps[ps["workers"] > 1].groupby("workers"):
+        if not (grp["period"] == 1).any():  # no k = 1 to compare with (the run's periods leave 1 out)
+            continue
         ok = grp[grp["acceptable"]]
         kbest = int(ok["period"].max()) if len(ok) else 1
-        r1 = float(grp[grp["period"] == 1]["rounds"].iloc[0]) if (grp["period"] == 1).any() else float("nan")
+        r1 = float(grp[grp["period"] == 1]["rounds"].iloc[0])
         rk = float(grp[grp["period"] == kbest]["rounds"].iloc[0])
         out.append(f"- **Averaging period, N = {int(n)}**: the longest period within {100 * thr:.1f} points of "
                    f"k = 1 was k = {kbest} ({r1 / max(rk, 1):.0f}x fewer averaging rounds than k = 1).")
@@ -86,6 +88,7 @@ def glue_numbers(result: Result[StalenessParams]) -> None:
     glue("stale_state_ratio", s["state_optimizer_state_bytes"] / s["weight_bytes"])
     glue("stale_runs", s["runs_averaging"] + s["runs_async"])
     ps = tb["period_summary"]
+    ps = ps[ps["drop_vs_k1"].notna()]  # a drop needs the N-worker run with k = 1 (periods without 1 have none)
     mid = ps[(ps["period"] >= paper_period()[0]) & (ps["period"] <= paper_period()[1]) & (ps["workers"] > 1)]
     glue("stale_mid_worst_drop_pts", 100 * float(mid["drop_vs_k1"].max()) if len(mid) else float("nan"))
     big = ps[(ps["workers"] > 1) & (ps["period"] > 1)]

@@ -77,7 +77,8 @@ def run_summary(t: dict, eq: dict, sizes: dict) -> dict:
            "runs_averaging": int(len(t["averaging_final"])), "runs_async": int(len(t["async_final"]))}
     if (ps["period"] == 1).any():
         out["k1_accuracy_max_workers"] = float(ps[(ps["period"] == 1)].sort_values("workers")["acc_mean"].iloc[-1])
-    mid = ps[(ps["period"] >= paper_period()[0]) & (ps["period"] <= paper_period()[1]) & (ps["workers"] > 1)]
+    mid = ps[(ps["period"] >= paper_period()[0]) & (ps["period"] <= paper_period()[1]) & (ps["workers"] > 1)
+             & ps["drop_vs_k1"].notna()]  # a drop needs the N-worker run with k = 1 (periods without 1 have none)
     if len(mid):
         out["period_mid_worst_drop"] = float(mid["drop_vs_k1"].max())
     if len(ts):

@@ -129,8 +129,7 @@ def _averaging(t: dict, summary: dict, p: StalenessParams, runs: int) -> dict[st
             runs=runs)
     else:
         out["k1_round_per_minibatch"] = _none("no multi-worker run", V.not_testable("no run with N > 1"))
-    ratio = summary["state_optimizer_state_bytes"] / summary["weight_bytes"]
-    wb = summary["weight_bytes"]
+    ratio, wb = summary["state_optimizer_state_bytes"] / summary["weight_bytes"], summary["weight_bytes"]
     out["state_adds_traffic"] = Measured(
         ours=f"{p.state.optimizer} state is {ratio:.0f}x the weights: a round moves "
              f"{(1 + ratio) * wb / 1e6:.3f} MB instead of {wb / 1e6:.3f} MB per worker",
@@ -165,8 +164,7 @@ def _long_status(grp: pd.DataFrame, mid: pd.DataFrame, c: Claim) -> tuple[str, s
 def _much_longer(multi: pd.DataFrame, c: Claim) -> list[tuple[str, str]]:
     """(status, text) of :func:`_long_status` for every N > 1 that ran 10-20 and a much longer period."""
     lo, hi = paper_period()
-    first = c.threshold("large_period_factor") * hi
-    out = []
+    first, out = c.threshold("large_period_factor") * hi, []
     for _, grp in multi.groupby("workers"):
         mid = grp[(grp["period"] >= lo) & (grp["period"] <= hi)]
         if len(mid) and (grp["period"] >= first - EPS).any():
@@ -209,6 +207,9 @@ def period_measure(ps: pd.DataFrame, runs: int) -> Measured:
     if not len(mid):
         return _none("no period between 10 and 20 in this profile",
                      V.not_testable("no period in 10-20 in this profile"))
+    if not set(mid["workers"]) <= set(multi.loc[multi["period"] == 1, "workers"]):  # no k = 1 to lose against
+        return _none("no k = 1 reference for an N > 1", V.needs_selection("periods", [1], sorted(
+            int(k) for k in multi["period"].unique()), "the reference every period's loss is measured against"))
     k1sd = multi[multi["period"] == 1].set_index("workers")["acc_sd"] if "acc_sd" in multi else pd.Series(dtype=float)
     ours = (f"accuracy vs k = 1 (acceptable: within {100 * thr:.1f} pts): "
             + "; ".join(f"N = {int(r.workers)}, k = {int(r.period)}: {_pts(-r.drop_vs_k1)}" for r in mid.itertuples()))
@@ -314,13 +315,14 @@ def hurts_measure(ts: pd.DataFrame, runs: int) -> Measured:
     """Some fixed tau > 0 loses more than acceptable_drop against tau = 0, beyond the seed spread; on the
     emulation's injected delays (basis emulated: consistent / inconsistent)."""
     c = claim("staleness_hurts")
-    thr = c.threshold("acceptable_drop")
-    delayed = ts[ts["tau"] > 0]
+    thr, delayed = c.threshold("acceptable_drop"), ts[ts["tau"] > 0]
     if not len(delayed):
         return _none("no tau > 0 in this profile", V.not_measured("no tau > 0 in this profile"))
     # fixed delays where they ran, else the first distribution that did; tau = 0 (labelled fixed) is the reference
     dist = "fixed" if (delayed["tau_dist"] == "fixed").any() else str(delayed["tau_dist"].iloc[0])
     fixed = pd.concat([ts[ts["tau"] == 0], delayed[delayed["tau_dist"] == dist]])
+    if fixed.loc[fixed["tau"] > 0, "drop_vs_sync"].isna().all():  # no tau = 0 to lose against: the taus leave it out
+        return _none("no tau = 0 reference", V.needs_selection("taus", [0], sorted(set(ts["tau"].tolist()))))
     sync = fixed[fixed["tau"] == 0]
     sd0 = sync["acc_sd"].iloc[0] if len(sync) and "acc_sd" in sync else float("nan")
     top = fixed[fixed["tau"] == fixed["tau"].max()].iloc[0]
