@@ -136,11 +136,27 @@ def check(args: list[str], capsys) -> None:
         names = list(_params.experiments()) if ns.experiment == "all" else [ns.experiment]
         for name in names:
             spec = _params.spec(name)
-            spec.resolve(ns.profile, spec.parse_overrides(_filled(ns.param)))
+            p = spec.resolve(ns.profile, spec.parse_overrides(_filled(ns.param)))
+            _preflight_names_only_what_is_absent_here(name, p, ns.profile)
     if ns.command == "predict" and ns.hardware and not PLACEHOLDER.match(ns.hardware):
         from repro.predict import perfmodel
 
         perfmodel.hardware_profile(ns.hardware)
+
+
+ABSENT_HERE = {"data", "devices", "scheduler"}  # what this machine may lack: the papers' data, a GPU, a cluster
+
+
+def _preflight_names_only_what_is_absent_here(name: str, p, profile: str) -> None:
+    """An example's preflight (repro.core.preflight, without the probe) may block only for the data, GPU or cluster
+    this machine lacks, never for anything else (a disk, an unknown dataset, a profile that cannot start)."""
+    from repro.core import harness, preflight, results
+
+    prof = _params.spec(name).profiles[profile]
+    rep = preflight.report(harness.experiment(name), p, profile, prof.cost, prof.gpus, results.results_root(),
+                           probe=False)
+    odd = [f"{i.what}: {i.detail}" for i in rep.blocked if i.what not in ABSENT_HERE or "unknown" in i.detail]
+    assert not odd, f"`repro run {name} --profile {profile}`: the preflight blocks for {odd}"
 
 
 EXAMPLES = _examples()
@@ -213,3 +229,15 @@ def test_every_notebooks_parameters_and_their_examples_resolve(path):
     example = _literal_after(comment, "e.g.")
     assert example is not None, f"{path.name}: the overrides line shows no example"
     spec.resolve(profile, example)
+
+
+def test_an_examples_preflight_that_blocks_for_anything_but_data_gpu_or_cluster_fails(monkeypatch):
+    """The counterfactual of the preflight check: a full disk (or any other missing piece) fails the example."""
+    from repro.core import preflight
+
+    spec = _params.spec("mnist_cnn")
+    p = spec.resolve("smoke", {})
+    _preflight_names_only_what_is_absent_here("mnist_cnn", p, "smoke")
+    monkeypatch.setattr(preflight, "disk_item", lambda root: preflight.Item("disk", False, "0.01 GiB free"))
+    with pytest.raises(AssertionError, match="disk: 0.01 GiB free"):
+        _preflight_names_only_what_is_absent_here("mnist_cnn", p, "smoke")
