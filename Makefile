@@ -3,6 +3,7 @@
 #   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier)
 #   make test-unit   the fast tier alone (tests/unit, under a minute)
 #   make test-extras the tests that need an optional part (marker `extras`), alone
+#   make fuzz        a larger sample of valid parameter sets drawn from the schemas, each run and rendered
 #   make front-page  docs/front-page.png from the built published book (needs Chromium; see tools/front_page_png.py)
 #   make mutation    mutation testing of the verdict modules (mutmut; not in CI: tens of minutes here)
 PYTHON ?= python3
@@ -11,7 +12,7 @@ PROFILE ?= smoke
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test test-unit test-extras mutation lint env run benchmark clean front-page
+.PHONY: book test test-unit test-extras fuzz mutation lint env run benchmark clean front-page
 book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
@@ -20,7 +21,10 @@ test: lint
 	$(BIN)/python -m pytest -v --durations=25
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15 tests/unit
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=15 tests/unit
+
+fuzz: $(STAMP)  # a larger sample of valid parameter sets (repro.core.paramfuzz) over every experiment (not in CI)
+	REPRO_FUZZ_N=$${REPRO_FUZZ_N:-24} REPRO_FUZZ_ALL=1 $(BIN)/python -m pytest -v tests/smoke/test_param_fuzz.py
 
 test-extras: $(STAMP)
 	$(BIN)/python -m pytest -v --durations=15 -m extras
