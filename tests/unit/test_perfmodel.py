@@ -140,3 +140,17 @@ def test_a_profile_s_collective_goodput_slows_an_all_reduce_between_hosts_only()
     assert one_host[0]["efficiency"] == one_host[1]["efficiency"]
     assert any("collective_goodput not given" in s for s in perfmodel.limits(plain, "vgg16"))
     assert not any("collective_goodput" in s for s in perfmodel.limits(nccl_tcp, "vgg16"))
+
+
+def test_a_per_step_latency_adds_its_seconds_to_a_step_of_several_workers_only():
+    """The framework's fixed seconds per step (kernel launches, negotiation) beside the share of compute: a step of
+    N > 1 workers takes exactly that much longer, one worker none."""
+    base, slow = (perfmodel.step(K80, "resnet50", "horovod", n, 32, 25_636_712, latency=lat)
+                  for n, lat in ((4, 0.0), (4, 0.01)))
+    assert slow["comm_s"] - base["comm_s"] == pytest.approx(0.01)
+    assert slow["efficiency"] < base["efficiency"]
+    one = perfmodel.step(K80, "resnet50", "horovod", 1, 32, 25_636_712, latency=0.01)
+    assert one["comm_s"] == 0
+    with_profile = perfmodel.step(dataclasses.replace(K80, step_latency_s=0.01), "resnet50", "horovod", 4, 32,
+                                  25_636_712)
+    assert with_profile["comm_s"] == pytest.approx(slow["comm_s"])

@@ -28,6 +28,8 @@ INTERVAL = (0.10, 0.90)  # an 80 % interval from the residuals' quantiles
 # one cluster, one workload, one software (tensorpack and tf_cnn_benchmarks are both TensorFlow, not one software)
 PAIR_KEYS = ["source", "gpu", "model", "batch", "precision", "workers", "framework", "framework_version"]
 # Sources that are one origin (one lab's pages, measured the same way): held out together, counted once
+# the per-step latencies fitted (measured.LATENCY_GRID; (0.0,): the share of compute alone, as before issue 58)
+LATENCIES = measured.LATENCY_GRID
 ORIGINS = {"lambda_tf": "lambda", "lambda_pt_v1": "lambda", "lambda_pt_v2": "lambda"}
 
 
@@ -36,9 +38,11 @@ def origin(source: str) -> str:
     return ORIGINS.get(source, source)
 
 
-def _efficiency(e0: float, c: float, p: measured.Point) -> float:
-    """The efficiency with a per-step overhead ``c`` (:func:`measured.fit`'s form)."""
-    return measured.predict(p, c)["efficiency"] if p.method == "ps_async" else 1 / (1 / e0 + c)
+def _efficiency(e0: float, terms: tuple[float, float], p: measured.Point) -> float:
+    """The efficiency with a per-step overhead share and latency ``terms`` (:func:`measured.fit_terms`' form)."""
+    if p.method == "ps_async":
+        return measured.predict(p, *terms)["efficiency"]
+    return float(measured.efficiency_with(e0, p.batch / p.single_images_per_s, *terms))
 
 
 def table(points: list[measured.Point]) -> pd.DataFrame:
@@ -48,8 +52,10 @@ def table(points: list[measured.Point]) -> pd.DataFrame:
     rows = []
     for held in sorted({origin(p.source) for p in points}):
         rest = [p for p in points if origin(p.source) != held]
-        overheads = measured.fit(rest, splits=("train", "test"))
-        unseen = float(pd.Series(list(overheads.values())).median())  # a framework/method only this origin has
+        overheads = measured.fit_terms(rest, splits=("train", "test"), latencies=LATENCIES)
+        # a framework/method only this origin has: the median of the others' share and latency
+        shares, latencies = zip(*overheads.values())
+        unseen = (float(pd.Series(shares).median()), float(pd.Series(latencies).median()))
         constant = float(pd.Series([p.measured for p in rest if p.workers > 1]).median())
         for p in points:
             if origin(p.source) != held or p.workers < 2:

@@ -134,10 +134,11 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
 
 
 def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: int, parameters: int,
-         ps: int = 1, overhead: float | None = None, value_bytes: float = 4.0) -> dict:
+         ps: int = 1, overhead: float | None = None, value_bytes: float = 4.0, latency: float | None = None) -> dict:
     """One step's seconds (``compute``, ``comm``: the part of the step not hidden behind compute) and the
     cluster's ``images_per_s`` and ``efficiency``; ``note`` says what the model could not account for.
     ``overhead``: the framework's per-step work as a share of compute where N > 1 (default: the profile's);
+    ``latency``: its fixed seconds per step where N > 1 (default: the profile's ``step_latency_s``);
     ``value_bytes``: bytes per gradient value on the wire (4: float32; 2: float16 gradients, e.g.
     tf_cnn_benchmarks' ``--use_fp16`` with its default ``compact_gradient_transfer``)."""
     if method not in METHODS:
@@ -146,7 +147,9 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
         raise PredictError("workers, ps, batch and parameters must be >= 1")
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
     size, n, note = value_bytes * parameters, workers, ""
-    extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
+    share = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
+    fixed = (prof.step_latency_s if latency is None else latency) if n > 1 else 0.0
+    extra = share + fixed
     if method in ALLREDUCE and n == 1:  # one worker: nothing to all-reduce, the framework's base
         per_s = 1 / compute
     elif method in ALLREDUCE:
