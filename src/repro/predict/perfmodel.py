@@ -33,6 +33,9 @@ from . import hardware, overlap
 from .errors import PredictError
 
 METHODS = ("horovod", "ring", "ddp", "ps_sync", "ps_async")
+# DDP's gradients in fixed buckets, each sent once its last layer is ready (overlap.buckets; False: packed as
+# Horovod packs them, whatever is ready when the channel is free)
+BUCKETS = True
 ALLREDUCE = ("ring", "horovod", "ddp")  # gradients all-reduced (ddp: PyTorch DistributedDataParallel's buckets)
 # Weights of the distributed experiment's models (keras.applications, 1000 classes, include_top), as its
 # Table 1 audit counts them by building each model (published/*/distributed/*/table1.csv, ours_params_m)
@@ -129,7 +132,10 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
     events = overlap.ready(key, compute)
     scale = size / sum(b for _, b in events)  # the layer table's trainable weights -> the weights given
     fusion, cycle = (prof.fusion_bytes, prof.cycle_s) if fused else (0.0, 0.0)
-    end = overlap.finish([(start + t, b * scale) for t, b in events], fusion, cycle, send)
+    timed = [(start + t, b * scale) for t, b in events]
+    if fusion and not cycle and BUCKETS:  # a fusion buffer without a cycle: DDP's fixed buckets
+        timed, fusion = overlap.buckets(timed, fusion), 0.0
+    end = overlap.finish(timed, fusion, cycle, send)
     return max(start + compute, end), ""
 
 
