@@ -154,3 +154,21 @@ def test_a_per_step_latency_adds_its_seconds_to_a_step_of_several_workers_only()
     with_profile = perfmodel.step(dataclasses.replace(K80, step_latency_s=0.01), "resnet50", "horovod", 4, 32,
                                   25_636_712)
     assert with_profile["comm_s"] == pytest.approx(slow["comm_s"])
+
+
+def test_an_input_bound_caps_a_hosts_images_and_the_breakdown_names_the_limiting_term(capsys):
+    """A host's input pipeline (``input_images_per_s``, a stated parameter of the profile) caps its images/s: two hosts
+    of 8 K80s at 100 images/s each deliver 200, whatever the links; the step's parts add up to the step and name the
+    limit. Without the bound (the term removed) the same cluster runs at its compute and communication's rate."""
+    hosts = hardware.load("k80-p2.16xlarge-hosts")
+    bound = dataclasses.replace(hosts, input_images_per_s=100.0)
+    row = perfmodel.step(bound, "resnet50", "horovod", 32, 32, 25_636_712)
+    free = perfmodel.step(hosts, "resnet50", "horovod", 32, 32, 25_636_712)
+    assert row["images_per_s"] == pytest.approx(200.0) and free["images_per_s"] > 1000
+    assert row["limit"] == "input pipeline" and free["limit"] != "input pipeline" and free["input_s"] == 0
+    parts = ("compute_s", "exposed_s", "overhead_s", "latency_s", "input_s")
+    assert sum(row[p] for p in parts) == pytest.approx(32 * 32 / row["images_per_s"])
+    assert cli.main(["predict", "--hardware", "k80-p2.16xlarge-hosts", "--model", "vgg16", "--method", "ps_sync",
+                     "--workers", "1,32"]) == 0
+    out = capsys.readouterr().out
+    assert "the term that limits scaling" in out and "exposed communication" in out

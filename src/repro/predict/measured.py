@@ -87,6 +87,8 @@ class Point(BaseModel):
     # False: GeForce RTX 30/40 GPUs over PCIe, whose driver gives no peer-to-peer access (tinygrad/open-gpu-kernel-
     # modules#17: 8 RTX 4090, P2P disabled by the driver); an all-reduce is staged through host memory
     peer_to_peer: bool = True
+    # images/s one host's input pipeline delivers (real data), where a source states it (perfmodel's input bound)
+    input_images_per_s: float | None = Field(default=None, gt=0)
     framework_version: str = ""  # as the source states it (the gathered rows'; blank where it states none)
     note: str = ""
 
@@ -184,8 +186,9 @@ def profile(p: Point, overhead: float = 0.0, latency: float = 0.0) -> hardware.P
            "gpus_per_switch": p.gpus_per_switch, "intra_link": intra["rate"] if intra else None,
            "intra_latency_s": intra["latency_s"] if intra else 0.0, "ps_on_workers": p.ps_placement != "separate",
            "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle,
-           "host_aggregation": agg, "peer_to_peer": p.peer_to_peer,
-           "step_overhead": overhead, "step_latency_s": latency, "description": p.gpu, "source": p.source}
+           "host_aggregation": agg, "peer_to_peer": p.peer_to_peer, "step_overhead": overhead,
+           "step_latency_s": latency, "input_images_per_s": p.input_images_per_s, "description": p.gpu,
+           "source": p.source}
     return hardware.profile(p.id, raw)
 
 

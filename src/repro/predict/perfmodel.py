@@ -176,13 +176,29 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
         end = compute + own + 2 * prof.latency_s
         per_s = min(1 / (end + extra), ps / _wire(prof, size) / n)
     images = n * batch * per_s
+    if prof.input_images_per_s:  # each host's input pipeline delivers at most this many images/s to its GPUs
+        images = min(images, _hosts(prof, n)[1] * prof.input_images_per_s)
+    parts = {"exposed_s": 1 / per_s - compute - share - fixed, "overhead_s": share, "latency_s": fixed,
+             "input_s": n * batch / images - 1 / per_s}
     return {"hardware": prof.name, "model": model, "method": method, "workers": n, "batch_size": batch, "ps": ps,
             "parameters": parameters, "compute_s": compute, "comm_s": 1 / per_s - compute, "images_per_s": images,
-            "efficiency": images / (n * batch / compute), "note": note}
+            "efficiency": images / (n * batch / compute), **parts, "limit": limit(parts, compute), "note": note}
+
+
+LIMITS = {"exposed_s": "exposed communication", "overhead_s": "per-step overhead (share of compute)",
+          "latency_s": "per-step latency", "input_s": "input pipeline"}
+
+
+def limit(parts: dict, compute: float) -> str:
+    """The term that limits scaling: the largest of a step's seconds beyond compute (:data:`LIMITS`), or ``compute``
+    where together they are under 1 % of the step."""
+    if sum(parts.values()) < 0.01 * (compute + sum(parts.values())):
+        return "compute"
+    return LIMITS[max(parts, key=lambda k: parts[k])]
 
 
 # what the model leaves out, whatever the profile (printed by `repro predict`)
-NOT_MODELLED = ("the input pipeline (reading and decoding real data: the validation set is synthetic data only)",
+NOT_MODELLED = ("the input pipeline where the profile states no input_images_per_s (reading and decoding real data)",
                 "a parameter server's own CPU and gRPC limits (it is as fast as its link)",
                 "contention between communication and compute for GPU memory or PCIe",
                 "stragglers and run-to-run variation (one step stands for all)")
