@@ -140,3 +140,35 @@ def test_a_profile_s_collective_goodput_slows_an_all_reduce_between_hosts_only()
     assert one_host[0]["efficiency"] == one_host[1]["efficiency"]
     assert any("collective_goodput not given" in s for s in perfmodel.limits(plain, "vgg16"))
     assert not any("collective_goodput" in s for s in perfmodel.limits(nccl_tcp, "vgg16"))
+
+
+def test_a_per_step_latency_adds_its_seconds_to_a_step_of_several_workers_only():
+    """The framework's fixed seconds per step (kernel launches, negotiation) beside the share of compute: a step of
+    N > 1 workers takes exactly that much longer, one worker none."""
+    base, slow = (perfmodel.step(K80, "resnet50", "horovod", n, 32, 25_636_712, latency=lat)
+                  for n, lat in ((4, 0.0), (4, 0.01)))
+    assert slow["comm_s"] - base["comm_s"] == pytest.approx(0.01)
+    assert slow["efficiency"] < base["efficiency"]
+    one = perfmodel.step(K80, "resnet50", "horovod", 1, 32, 25_636_712, latency=0.01)
+    assert one["comm_s"] == 0
+    with_profile = perfmodel.step(dataclasses.replace(K80, step_latency_s=0.01), "resnet50", "horovod", 4, 32,
+                                  25_636_712)
+    assert with_profile["comm_s"] == pytest.approx(slow["comm_s"])
+
+
+def test_an_input_bound_caps_a_hosts_images_and_the_breakdown_names_the_limiting_term(capsys):
+    """A host's input pipeline (``input_images_per_s``, a stated parameter of the profile) caps its images/s: two hosts
+    of 8 K80s at 100 images/s each deliver 200, whatever the links; the step's parts add up to the step and name the
+    limit. Without the bound (the term removed) the same cluster runs at its compute and communication's rate."""
+    hosts = hardware.load("k80-p2.16xlarge-hosts")
+    bound = dataclasses.replace(hosts, input_images_per_s=100.0)
+    row = perfmodel.step(bound, "resnet50", "horovod", 32, 32, 25_636_712)
+    free = perfmodel.step(hosts, "resnet50", "horovod", 32, 32, 25_636_712)
+    assert row["images_per_s"] == pytest.approx(200.0) and free["images_per_s"] > 1000
+    assert row["limit"] == "input pipeline" and free["limit"] != "input pipeline" and free["input_s"] == 0
+    parts = ("compute_s", "exposed_s", "overhead_s", "latency_s", "input_s")
+    assert sum(row[p] for p in parts) == pytest.approx(32 * 32 / row["images_per_s"])
+    assert cli.main(["predict", "--hardware", "k80-p2.16xlarge-hosts", "--model", "vgg16", "--method", "ps_sync",
+                     "--workers", "1,32"]) == 0
+    out = capsys.readouterr().out
+    assert "the term that limits scaling" in out and "exposed communication" in out

@@ -50,5 +50,19 @@ def prediction(prof, model: str, methods: list[str], workers: list[int], batch: 
         cols += ["instances", "epoch_s", "cost_per_epoch", "cheapest"]
         lines.append(head)
     lines.append(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    lines += ["where each step's time goes (shares of the step) and the term that limits scaling:",
+              breakdown(table).to_string(index=False, float_format=lambda v: f"{v:.3f}")]
     lines.append("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
     return "\n".join(lines)
+
+
+def breakdown(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method and worker count, the shares of a step that are compute, exposed communication (not hidden
+    behind the backward pass), per-step overhead (a share of compute) and latency (seconds), and input (waiting for
+    the host's input pipeline), with the term that limits scaling (:func:`perfmodel.limit`)."""
+    parts = ["compute_s", "exposed_s", "overhead_s", "latency_s", "input_s"]
+    total = table[parts].sum(axis=1)
+    out = table[["workers", "method"]].copy()
+    for p in parts:
+        out[p.replace("_s", "")] = table[p] / total
+    return out.assign(limit=table["limit"])

@@ -37,7 +37,7 @@ EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
 TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput",
                    "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile",
-                   "peer_to_peer", "collective_goodput")
+                   "peer_to_peer", "collective_goodput", "step_latency_s", "input_images_per_s")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -76,6 +76,12 @@ class Profile:
     peer_to_peer: bool = True
     # the share of `link` an all-reduce library reaches between hosts (None: `goodput`; links.yaml: NCCL over TCP ~0.6)
     collective_goodput: float | None = None
+    # a framework's fixed seconds per step where N > 1, whatever the compute (kernel launches, Horovod's negotiation
+    # cycle, DDP's bucket hooks and its allreduce calls): short steps lose more of their time to it than long ones
+    step_latency_s: float = 0.0
+    # images/s one host's input pipeline delivers to its GPUs (reading and decoding real data; None: not a bound);
+    # a stated parameter: give its source in the profile (e.g. a data-loader benchmark on the host's CPUs)
+    input_images_per_s: float | None = None
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -137,6 +143,8 @@ class ProfileSpec(_Strict):
     topology_profile: str | None = None
     peer_to_peer: bool = True
     collective_goodput: float | None = Field(default=None, gt=0, le=1)
+    step_latency_s: float = Field(default=0.0, ge=0)
+    input_images_per_s: float | None = Field(default=None, gt=0)
 
     @field_validator("link", "intra_link")
     @classmethod

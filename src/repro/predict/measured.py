@@ -87,6 +87,8 @@ class Point(BaseModel):
     # False: GeForce RTX 30/40 GPUs over PCIe, whose driver gives no peer-to-peer access (tinygrad/open-gpu-kernel-
     # modules#17: 8 RTX 4090, P2P disabled by the driver); an all-reduce is staged through host memory
     peer_to_peer: bool = True
+    # images/s one host's input pipeline delivers (real data), where a source states it (perfmodel's input bound)
+    input_images_per_s: float | None = Field(default=None, gt=0)
     framework_version: str = ""  # as the source states it (the gathered rows'; blank where it states none)
     note: str = ""
 
@@ -172,9 +174,9 @@ def parameters(p: Point) -> int:
     raise PredictError(f"measurement {p.id}: model {p.model!r} has no known parameter count; give 'parameters'")
 
 
-def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
-    """The hardware profile the point describes, with its framework's terms and ``overhead`` (a share of
-    the step's compute) per step."""
+def profile(p: Point, overhead: float = 0.0, latency: float = 0.0) -> hardware.Profile:
+    """The hardware profile the point describes, with its framework's terms, ``overhead`` (a share of
+    the step's compute) and ``latency`` (seconds) per step."""
     ov, fusion, cycle, agg = TERMS[(p.framework, p.method)]
     inter = links().get(p.inter_link, {"rate": "1gbit", "goodput": 1.0, "latency_s": 0.0})
     intra = links().get(p.intra_link)
@@ -184,8 +186,9 @@ def profile(p: Point, overhead: float = 0.0) -> hardware.Profile:
            "gpus_per_switch": p.gpus_per_switch, "intra_link": intra["rate"] if intra else None,
            "intra_latency_s": intra["latency_s"] if intra else 0.0, "ps_on_workers": p.ps_placement != "separate",
            "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle,
-           "host_aggregation": agg, "peer_to_peer": p.peer_to_peer,
-           "step_overhead": overhead, "description": p.gpu, "source": p.source}
+           "host_aggregation": agg, "peer_to_peer": p.peer_to_peer, "step_overhead": overhead,
+           "step_latency_s": latency, "input_images_per_s": p.input_images_per_s, "description": p.gpu,
+           "source": p.source}
     return hardware.profile(p.id, raw)
 
 
@@ -194,10 +197,10 @@ def value_bytes(p: Point) -> float:
     return MIXED_VALUE_BYTES.get(p.framework, 4.0) if p.precision == "mixed" else 4.0
 
 
-def predict(p: Point, overhead: float = 0.0) -> dict:
+def predict(p: Point, overhead: float = 0.0, latency: float = 0.0) -> dict:
     """The model's step for the point (:func:`perfmodel.step`)."""
-    return perfmodel.step(profile(p, overhead), p.model, p.method, p.workers, p.batch, parameters(p), p.ps or 1,
-                          value_bytes=value_bytes(p))
+    return perfmodel.step(profile(p, overhead, latency), p.model, p.method, p.workers, p.batch, parameters(p),
+                          p.ps or 1, value_bytes=value_bytes(p))
 
 
 def group(p: Point) -> str:
@@ -223,6 +226,57 @@ def fit(points: list[Point], grid=None, splits: tuple[str, ...] = ("train",)) ->
                     for p, e0 in zip(train, base)]
             return float(pd.Series(errs).median())
         out[key] = min(grid, key=lambda c: (round(cost(c), 9), c))
+    return out
+
+
+# The per-step latency's grid (seconds): 0-20 ms by 0.25 ms. Its order: a CUDA kernel launch costs 5-10 us and a
+# step of a CNN launches hundreds (NVIDIA CUDA C++ Best Practices Guide, "kernel launch overhead"); Horovod's
+# coordinator negotiates each cycle (HOROVOD_CYCLE_TIME, 5 ms by default: Sergeev & Del Balso, arXiv:1802.05799);
+# PyTorch DDP's autograd hooks and one allreduce call per 25 MiB bucket (Li et al., VLDB 2020, section 3.2)
+LATENCY_GRID = tuple(i * 0.00025 for i in range(81))
+
+
+def efficiency_with(e0, compute, share, latency):
+    """The efficiency of a step whose efficiency without per-step work is ``e0`` (compute over the step), given
+    ``share`` of compute and ``latency`` seconds more per step: ``1 / (1 / e0 + share + latency / compute)``
+    (arrays or numbers)."""
+    return 1 / (1 / e0 + share + latency / compute)
+
+
+def fit_terms(points: list[Point], splits: tuple[str, ...] = ("train",), grid=None,
+              latencies=LATENCY_GRID) -> dict[str, tuple[float, float]]:
+    """Per framework/method the per-step overhead share, and per framework one latency (seconds), that minimise
+    the median absolute efficiency error over the framework's points of ``splits`` with N > 1 (grids :func:`fit`'s
+    and :data:`LATENCY_GRID`; for each latency every method's share is its own best; ties: the smaller). Returns
+    framework/method -> (share, latency); (0, 0) where it has no points. ``latencies=(0.0,)``: the share alone
+    (:func:`fit`). An asynchronous PS keeps :func:`fit`'s share alone (its bound is predicted again)."""
+    import numpy as np
+
+    shares = np.array(grid if grid is not None else [i * 0.0025 for i in range(81)])
+    out: dict[str, tuple[float, float]] = {}
+    for fw in sorted({p.framework for p in points}):
+        data = {}
+        for key in sorted({group(p) for p in points if p.framework == fw}):
+            train = [p for p in points if group(p) == key and p.split in splits and p.workers > 1]
+            if not train or train[0].method == "ps_async":
+                out[key] = (fit(train, list(shares), splits).get(key, 0.0) if train else 0.0, 0.0)
+                continue
+            data[key] = (np.array([predict(p)["efficiency"] for p in train]),
+                         np.array([p.batch / p.single_images_per_s for p in train]),
+                         np.array([p.measured for p in train]))
+        best = None
+        for lat in latencies:
+            chosen, errs = {}, []
+            for key, (e0, compute, got) in data.items():
+                err = np.abs(efficiency_with(e0, compute, shares[:, None], lat) - got)
+                i = int(np.argmin(np.round(np.median(err, axis=1), 9)))
+                chosen[key] = float(shares[i])
+                errs.append(err[i])
+            cost = round(float(np.median(np.concatenate(errs))), 9) if errs else 0.0
+            if best is None or cost < best[0]:
+                best = (cost, float(lat), chosen)
+        assert best is not None
+        out.update({key: (c, best[1]) for key, c in best[2].items()})
     return out
 
 

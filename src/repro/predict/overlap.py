@@ -15,6 +15,10 @@ Sources of each term:
   ``HOROVOD_FUSION_THRESHOLD`` 64 MiB). TensorFlow's own collectives and a parameter server's
   per-variable pushes send each tensor when it is ready: ``fusion_bytes = 0`` (one message per
   layer), ``cycle_s = 0``.
+* **DDP's buckets** (:func:`buckets`): PyTorch DistributedDataParallel cuts the gradients once into buckets of
+  ``bucket_cap_mb`` (25 MiB; the first 1 MiB) in the order the backward pass makes them ready and all-reduces a
+  bucket once its last gradient is ready (Li et al., VLDB 2020, section 3.2.3): a profile with a fusion buffer and
+  no cycle (``cycle_s = 0``) has them.
 * **Weights read as the forward pass needs them** (a TensorFlow parameter server): each layer
   waits for its weights, which arrive in forward order (:func:`forward_end`).
 * **One channel**: messages go through the network one after another (an all-reduce or a push
@@ -81,6 +85,29 @@ def forward_end(model: str, compute_s: float, nbytes: float, seconds) -> float:
         arrived += seconds(nbytes * params / weights)
         t = max(t, arrived) + (1 - BACKWARD_SHARE) * compute_s * f / flops
     return t
+
+
+DDP_FIRST_BUCKET_BYTES = 2**20  # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES (1 MiB)
+
+
+def buckets(events: list[tuple[float, float]], cap_bytes: float,
+            first_bytes: float = DDP_FIRST_BUCKET_BYTES) -> list[tuple[float, float]]:
+    """PyTorch DDP's buckets: the gradients, in the order the backward pass makes them ready, cut once into buckets
+    of at most ``cap_bytes`` (``bucket_cap_mb``, 25 MiB by default; the first one ``first_bytes``, so that the
+    first all-reduce starts early), each bucket ready when its last gradient is (Li et al., "PyTorch Distributed",
+    VLDB 2020, section 3.2.3: a bucket is all-reduced once every gradient in it is ready). Unlike Horovod's fusion,
+    which packs whatever is ready when the channel is free, a bucket waits for its own last layer: the all-reduce
+    can hide only behind the backward pass that remains by then. Returns (seconds, bytes) per bucket."""
+    out: list[tuple[float, float]] = []
+    fill, cap, ready = 0.0, first_bytes, 0.0
+    for t, b in events:
+        if fill and fill + b > cap:
+            out.append((ready, fill))
+            fill, cap = 0.0, cap_bytes
+        fill, ready = fill + b, t
+    if fill:
+        out.append((ready, fill))
+    return out
 
 
 def finish(events: list[tuple[float, float]], fusion_bytes: float, cycle_s: float, seconds) -> float:

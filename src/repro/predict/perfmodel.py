@@ -33,6 +33,9 @@ from . import hardware, overlap
 from .errors import PredictError
 
 METHODS = ("horovod", "ring", "ddp", "ps_sync", "ps_async")
+# DDP's gradients in fixed buckets, each sent once its last layer is ready (overlap.buckets; False: packed as
+# Horovod packs them, whatever is ready when the channel is free)
+BUCKETS = True
 ALLREDUCE = ("ring", "horovod", "ddp")  # gradients all-reduced (ddp: PyTorch DistributedDataParallel's buckets)
 # Weights of the distributed experiment's models (keras.applications, 1000 classes, include_top), as its
 # Table 1 audit counts them by building each model (published/*/distributed/*/table1.csv, ours_params_m)
@@ -129,15 +132,19 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
     events = overlap.ready(key, compute)
     scale = size / sum(b for _, b in events)  # the layer table's trainable weights -> the weights given
     fusion, cycle = (prof.fusion_bytes, prof.cycle_s) if fused else (0.0, 0.0)
-    end = overlap.finish([(start + t, b * scale) for t, b in events], fusion, cycle, send)
+    timed = [(start + t, b * scale) for t, b in events]
+    if fusion and not cycle and BUCKETS:  # a fusion buffer without a cycle: DDP's fixed buckets
+        timed, fusion = overlap.buckets(timed, fusion), 0.0
+    end = overlap.finish(timed, fusion, cycle, send)
     return max(start + compute, end), ""
 
 
 def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: int, parameters: int,
-         ps: int = 1, overhead: float | None = None, value_bytes: float = 4.0) -> dict:
+         ps: int = 1, overhead: float | None = None, value_bytes: float = 4.0, latency: float | None = None) -> dict:
     """One step's seconds (``compute``, ``comm``: the part of the step not hidden behind compute) and the
     cluster's ``images_per_s`` and ``efficiency``; ``note`` says what the model could not account for.
     ``overhead``: the framework's per-step work as a share of compute where N > 1 (default: the profile's);
+    ``latency``: its fixed seconds per step where N > 1 (default: the profile's ``step_latency_s``);
     ``value_bytes``: bytes per gradient value on the wire (4: float32; 2: float16 gradients, e.g.
     tf_cnn_benchmarks' ``--use_fp16`` with its default ``compact_gradient_transfer``)."""
     if method not in METHODS:
@@ -146,7 +153,9 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
         raise PredictError("workers, ps, batch and parameters must be >= 1")
     compute = prof.t_grad(model, batch, prof.batch) if prof.batch else prof.t_grad(model)
     size, n, note = value_bytes * parameters, workers, ""
-    extra = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
+    share = (prof.step_overhead if overhead is None else overhead) * compute if n > 1 else 0.0
+    fixed = (prof.step_latency_s if latency is None else latency) if n > 1 else 0.0
+    extra = share + fixed
     if method in ALLREDUCE and n == 1:  # one worker: nothing to all-reduce, the framework's base
         per_s = 1 / compute
     elif method in ALLREDUCE:
@@ -167,13 +176,29 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
         end = compute + own + 2 * prof.latency_s
         per_s = min(1 / (end + extra), ps / _wire(prof, size) / n)
     images = n * batch * per_s
+    if prof.input_images_per_s:  # each host's input pipeline delivers at most this many images/s to its GPUs
+        images = min(images, _hosts(prof, n)[1] * prof.input_images_per_s)
+    parts = {"exposed_s": 1 / per_s - compute - share - fixed, "overhead_s": share, "latency_s": fixed,
+             "input_s": n * batch / images - 1 / per_s}
     return {"hardware": prof.name, "model": model, "method": method, "workers": n, "batch_size": batch, "ps": ps,
             "parameters": parameters, "compute_s": compute, "comm_s": 1 / per_s - compute, "images_per_s": images,
-            "efficiency": images / (n * batch / compute), "note": note}
+            "efficiency": images / (n * batch / compute), **parts, "limit": limit(parts, compute), "note": note}
+
+
+LIMITS = {"exposed_s": "exposed communication", "overhead_s": "per-step overhead (share of compute)",
+          "latency_s": "per-step latency", "input_s": "input pipeline"}
+
+
+def limit(parts: dict, compute: float) -> str:
+    """The term that limits scaling: the largest of a step's seconds beyond compute (:data:`LIMITS`), or ``compute``
+    where together they are under 1 % of the step."""
+    if sum(parts.values()) < 0.01 * (compute + sum(parts.values())):
+        return "compute"
+    return LIMITS[max(parts, key=lambda k: parts[k])]
 
 
 # what the model leaves out, whatever the profile (printed by `repro predict`)
-NOT_MODELLED = ("the input pipeline (reading and decoding real data: the validation set is synthetic data only)",
+NOT_MODELLED = ("the input pipeline where the profile states no input_images_per_s (reading and decoding real data)",
                 "a parameter server's own CPU and gRPC limits (it is as fast as its link)",
                 "contention between communication and compute for GPU memory or PCIe",
                 "stragglers and run-to-run variation (one step stands for all)")
