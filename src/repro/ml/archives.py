@@ -262,7 +262,7 @@ def import_path(path: Path) -> tuple[Copy, dict]:
     if not path.exists():
         raise FileNotFoundError(f"repro data import: {path} does not exist")
     if path.is_dir() and path.name == f"{CIFAR10.folder}-target":
-        path = path / CIFAR10.folder  # Keras 3's unpacked folder holds the published one
+        path = path / str(CIFAR10.folder)  # Keras 3's unpacked folder holds the published one
     spec = _identify(path)
     if spec is None:
         raise ValueError(f"repro data import: {path} is neither {CIFAR10.archive} (or its {CIFAR10.folder} folder) "
