@@ -33,7 +33,7 @@ from typing import Any, Callable, Generic, TypeVar
 import pandas as pd
 
 from repro.core import claims as _claims
-from repro.core import errors, history, preflight, provenance, results
+from repro.core import errors, history, judgecode, preflight, provenance, results
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
@@ -133,7 +133,8 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     check(exp, p, profile, root)
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p.model_dump(), root)  # provenance is collected before its directory exists
-    run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
+    run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "code": judgecode.digests(exp),
+                               "source": "recorded when the run started"})
     run_.note("overrides", overrides_of(exp.name, p, overrides))  # the chapter shows them
     try:
         return _measure_and_judge(exp, run_, p, inputs)
@@ -268,6 +269,22 @@ def load_result(run_dir: Path) -> Result:
     return Result(run_dir, typed, record, tables, summary)
 
 
+def recovered(run_dir: Path, record: dict, code: dict) -> dict:
+    """``record`` (a stored run's provenance) with what a run older than the record of its claims or judging code
+    would have recorded, recovered from git (:mod:`repro.core.history`), written back where anything was found."""
+    under = dict(record.get(MEASURED_UNDER) or {})
+    if MEASURED_UNDER not in record and (found := history.recover(run_dir)) is not None:
+        under = found
+    if under and "code" not in under and (then := history.recover_code(run_dir, code)) is not None:
+        under["code"] = then
+        under["code_source"] = "recovered from git: the judging code at the run's commit"
+    if under == (record.get(MEASURED_UNDER) or {}):
+        return record
+    record = {**record, MEASURED_UNDER: under}
+    results.atomic_write_json(Path(run_dir) / "provenance.json", record)
+    return record
+
+
 def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Re-derive a stored run's ``ledger.csv`` (and its verdict views) from its tables with this
     checkout's claims and rules; returns the ledger and the files it rewrote.
@@ -278,12 +295,11 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     notebook is stale until ``repro render --force`` (``repro rejudge`` does that)."""
     run_dir = Path(run_dir)
     result = load_result(run_dir)
-    if MEASURED_UNDER not in result.provenance and (found := history.recover(run_dir)) is not None:
-        result.provenance = {**result.provenance, MEASURED_UNDER: found}  # a run older than the record
-        results.atomic_write_json(run_dir / "provenance.json", result.provenance)
     exp = experiment(result.provenance["experiment"])
+    code = judgecode.digests(exp)
+    result.provenance = recovered(run_dir, result.provenance, code)
     measured = exp.judge(result)
-    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}))
+    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code)
     views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}

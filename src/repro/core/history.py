@@ -6,7 +6,8 @@ record existed names its commit in ``provenance.json`` (``git.commit``): the ``c
 what it was measured under, and the ``ledger.csv`` that first came into git with the run directory holds the
 verdicts it got then. :func:`recover` reads both and writes the record the run would have made; a run whose
 commit is unknown, or not in this repository's history, gets no record (its decided rows then read
-*rule changed after the data*: not recorded).
+*rule changed after the data*: not recorded). The digests of its judging code come from the same commit
+(:func:`recover_code`, :mod:`repro.core.judgecode`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pandas as pd
 import yaml
 
 from repro.core import claims as _claims
-from repro.core import results
+from repro.core import judgecode, results
 from repro.core.paths import project_root
 
 
@@ -68,3 +69,13 @@ def recover(run_dir: Path, root: Path | None = None) -> dict | None:
     return {"digests": _claims.digests_of_text(yaml_text),
             "verdicts": _first_ledger(root, Path(run_dir).resolve() / "ledger.csv", texts),
             "source": f"recovered from git: claims.yaml at the run's commit {commit[:12]}{dirty}"}
+
+
+def recover_code(run_dir: Path, keys, root: Path | None = None) -> dict | None:
+    """The digests of the judging code ``keys`` name (today's :func:`repro.core.judgecode.digests`) as the run's
+    commit had them, or None where the run names no commit this repository knows."""
+    root = root or project_root()
+    commit = (results.read_provenance(run_dir).get("git") or {}).get("commit")
+    if root is None or not commit or _git(root.resolve(), "cat-file", "-e", f"{commit}^{{commit}}") is None:
+        return None
+    return judgecode.at_commit(root.resolve(), commit, keys)
