@@ -32,6 +32,8 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     paper_did:   what the paper did to support the statement: measured (its own experiment), derived (its
                  equations or arithmetic), stated (an assertion or advice with neither); the front page counts
                  statements by it
+    timing:      true for a time, a rate or a scheduling order measured on this machine: not decided on a run whose
+                 cores were oversubscribed while it measured, or that recorded no load (:mod:`repro.core.load`)
     counterfactual: the run configuration or recorded data under which our experiment would give the
                  opposite outcome, and the test that feeds it to the judge (``tests/...py::test_name``);
                  required for a decisive verdict on basis measured
@@ -128,6 +130,7 @@ class Claim(BaseModel):
     counterfactual: str = ""
     statement: str = ""
     paper_did: Literal[PAPER_DID] | None = None  # type: ignore[valid-type]
+    timing: bool = False  # a gate on the load (repro.core.load), not in the digest: it only takes decisions away
 
     @model_validator(mode="after")
     def _rules(self) -> "Claim":
@@ -361,3 +364,8 @@ def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro
         raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
                           f"measurements for unknown claims {sorted(unknown)}")
     return _ledger.frame([row(claim, measured[cid], under, code) for cid, claim in claims.items()])
+
+
+def timing(experiment: str, package: str = "repro.experiments") -> set[str]:
+    """The ids of ``experiment``'s claims about a time, a rate or a scheduling order (``timing: true``)."""
+    return {cid for cid, c in load(experiment, package).items() if c.timing}

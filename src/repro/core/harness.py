@@ -34,6 +34,7 @@ import pandas as pd
 
 from repro.core import claims as _claims
 from repro.core import errors, history, judgecode, preflight, provenance, results
+from repro.core import load as _load
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
@@ -175,7 +176,9 @@ DISCARD = "discard_after_judge"  # provenance: what goes once the judge has run 
 
 
 def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Result:
-    out = exp.measure(run_, p, inputs)
+    with _load.Sampler() as sampler:  # timing claims are not decided on oversubscribed cores (repro.core.load)
+        out = exp.measure(run_, p, inputs)
+    run_.note(_load.RECORD, sampler.record())
     for name, df in out.tables.items():
         run_.write_csv(name, df)
     run_.write_json("summary", out.summary)
@@ -194,8 +197,14 @@ def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Re
     return result
 
 
+def judged(exp: Experiment, result: Result) -> dict[str, _claims.Measured]:
+    """``exp``'s judge on ``result``, with the claims about time gated where the run's cores were oversubscribed
+    (:func:`repro.core.load.gate`)."""
+    return _load.gate(_claims.timing(exp.name), exp.judge(result), result.provenance)
+
+
 def _judge_into(exp: Experiment, run_: Run, result: Result) -> None:
-    measured = exp.judge(result)
+    measured = judged(exp, result)
     ledger = _claims.ledger(exp.name, measured)
     run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
     run_.write_csv("ledger", ledger)
@@ -298,7 +307,7 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     exp = experiment(result.provenance["experiment"])
     code = judgecode.digests(exp)
     result.provenance = recovered(run_dir, result.provenance, code)
-    measured = exp.judge(result)
+    measured = judged(exp, result)
     ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code)
     views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),

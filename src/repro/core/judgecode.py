@@ -64,9 +64,11 @@ def _file_digest(name: str, data: bytes) -> str:
 
 
 def key_of(path: Path) -> str:
-    """A file of the package as the repository names it (``src/repro/experiments/x/verdicts.py``)."""
-    return "src/" + Path(path).resolve().relative_to(_SRC).as_posix() if _SRC.name == "src" else \
-        Path(path).resolve().relative_to(_SRC.parent).as_posix()
+    """A file of the package as the repository names it (``src/repro/experiments/x/verdicts.py``); a file outside
+    the package (a judge a test put in place) by its own path."""
+    path = Path(path).resolve()
+    base = _SRC.parent if _SRC.name == "src" else _SRC
+    return path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
 
 
 def _package_imports(module, package: str) -> set[str]:

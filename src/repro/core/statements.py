@@ -1,7 +1,8 @@
 """Verdicts that hold on a rerun, and one row per paper statement.
 
 **A rerun.** A run's ledger judges a random quantity on the seeds of one process. Across runs, a decided
-verdict of a stochastic claim on basis ``measured`` stands only when another finished run of the same
+verdict of a stochastic claim on a basis with runs (``measured``, ``emulated``: an emulation's repeats inside one
+process are not independent runs either) stands only when another finished run of the same
 experiment, profile and parameters (a separate process) decided it the same way (:func:`confirm`): with no
 such run the row is *not comparable* (one run), with a run that decided otherwise it is *unstable* and shows
 both runs' numbers.
@@ -67,14 +68,15 @@ def _digests(run_dir: Path) -> dict:
 
 
 def confirm(newest: pd.DataFrame, others: list[tuple], digests: dict | None = None) -> pd.DataFrame:
-    """The newest run's ledger rows, each decided stochastic measured row checked against ``others`` (``(run id,
-    its ledger[, the claim digests it measured under])``, same protocol: :func:`same_protocol_runs`): kept when
+    """The newest run's ledger rows, each decided stochastic row of our runs (measured, emulated) checked against
+    ``others`` (``(run id, its ledger[, the claim digests it measured under])``, same protocol:
+    :func:`same_protocol_runs`): kept when
     another run decided it the same way (the detail names that run), *unstable* when one decided otherwise, *not
     comparable* when none decided it. Where ``digests`` (today's, by claim id) is given, another run counts for a
     claim only if it measured under today's digest of it (a run measured under an older rule confirms nothing)."""
     out = newest.copy()
     for i, r in newest.iterrows():
-        if r["basis"] != "measured" or not _true(r["stochastic"]) or not _decided(r["category"]):
+        if V.Basis(r["basis"]) not in V.RUN_BASES or not _true(r["stochastic"]) or not _decided(r["category"]):
             continue
         seen = [(o_run[0], o) for o_run in others for _, o in o_run[1][o_run[1]["id"] == r["id"]].iterrows()
                 if _decided(o["category"]) and _same_rule(o_run, r["id"], digests)]
