@@ -338,6 +338,8 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
     if not verdict.decisive and not _decided(before):
         return verdict  # undecided then and now: nothing to flag
     what = "the claim's text or rule" if then != claim.digest() else ""
+    if under.get("same_data_as"):  # a rerun whose data an earlier run measured (repro.core.history.first_seen)
+        what = ", ".join(filter(None, [what, f"since run {under['same_data_as']} measured the same data"]))
     if moved is None:
         what = ", ".join(filter(None, [what, "the judge's code (the run recorded no digest of it)"]))
     elif moved:

@@ -203,9 +203,23 @@ def judged(exp: Experiment, result: Result) -> dict[str, _claims.Measured]:
     return _load.gate(_claims.timing(exp.name), exp.judge(result), result.provenance)
 
 
+DATA = "data_files"  # provenance: the measured tables' files (what a byte-identical rerun is matched on)
+
+
+def same_data(exp: Experiment, run_dir: Path, record: dict, code: dict, views=()) -> dict | None:
+    """The record of an earlier published run whose measured tables are byte-identical to ``run_dir``'s
+    (:func:`repro.core.history.first_seen`; ``views``: the verdict views' names, left out where the run did not
+    record its data files), or None."""
+    names = record.get(DATA) or [p.name for p in Path(run_dir).glob("*.csv")
+                                 if p.name != "ledger.csv" and p.stem not in set(views)]
+    return history.first_seen(record, Path(run_dir).name, history.data_blobs(run_dir, names), code)
+
+
 def _judge_into(exp: Experiment, run_: Run, result: Result) -> None:
     measured = judged(exp, result)
-    ledger = _claims.ledger(exp.name, measured)
+    run_.note(DATA, sorted(p.name for p in run_.dir.glob("*.csv")))  # only the measured tables exist yet
+    earlier = same_data(exp, run_.dir, run_.record, judgecode.digests(exp))
+    ledger = _claims.ledger(exp.name, measured, under=earlier, code=judgecode.digests(exp) if earlier else None)
     run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
@@ -310,6 +324,9 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     measured = judged(exp, result)
     ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code)
     views = exp.verdict_views(result, measured, ledger)
+    if (earlier := same_data(exp, run_dir, result.provenance, code, views.tables)) is not None:
+        ledger = _claims.ledger(exp.name, measured, under=earlier, code=code)  # a rerun of data seen before
+        views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}
     if views.summary:
