@@ -76,9 +76,9 @@ def test_collect_and_the_front_page_link_to_the_evidence(tmp_path):
     assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">measured · cpu</a>, 2 runs: **differs**' in md
     assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here: cluster |" in md
     counts = front.counts_table(st)
-    assert "| measured: the paper measured it | 1 | 0 | 0 | 1 | 2 |" in counts
-    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 0 | 1 |" in counts
-    assert "| **all** | 2 | 0 | 0 | 1 | 3 |" in counts
+    assert "| measured: the paper measured it | 1 | 1 | 0 | 0 | 1 | 2 |" in counts
+    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 1 | 0 | 0 | 0 | 1 |" in counts
+    assert "| **all** | 2 | 2 | 0 | 0 | 1 | 3 |" in counts
     rows = front.all_rows(df, pages)
     assert "| rank 3 | **differs** (rank 3) |" in rows and "rank 1 or 2: the paper's wording |" in rows
 
@@ -102,6 +102,24 @@ def test_a_statement_judged_by_several_rows_is_one_statement_with_the_strongest_
     gated = df.assign(verdict="not comparable (x)", category="not comparable")
     assert statements.statements(gated).loc[0, "state"] == "not decided here"
     assert statements.statements(gated.assign(decisive="False")).loc[0, "state"] == "undecidable by design"
+
+
+def test_statements_decided_by_one_quantity_are_one_independent_decision():
+    # the thesis' equations on Resnet34's two timings decide these three statements: one decision
+    ids = ["resnet34_split_below_one", "resnet34_async_central_below_one", "resnet34_join_central_above_one"]
+    df = pd.DataFrame([{**_stmt("consistent (x)", basis="equations", runs=0, statement=f"slampa2017:{i}", claim=i,
+                                id=i, paper_did="derived"), "experiment": "speedup", "page": "x", "profile": "cpu"}
+                       for i in ids + ["t_grad_similar"]])
+    st = statements.statements(df)
+    assert st["decided_by"].nunique() == 2 and len(st) == 4
+    counts = statements.counts(st)
+    assert (counts.loc["all", "decided"], counts.loc["all", statements.INDEPENDENT]) == (4, 2)
+    md = front.statements_table(st, {})
+    assert md.count("one decision with 2 other statements") == 3
+    assert "in **2 independent decisions**" in front.bottom_line(st, df)
+    # the counterfactual: a quantity no other statement shares is its own decision
+    alone = statements.statements(df[df["id"].isin(["t_grad_similar", ids[0]])])
+    assert statements.counts(alone).loc["all", statements.INDEPENDENT] == 2
 
 
 def test_a_book_takes_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):

@@ -56,9 +56,12 @@ def statements_table(st: pd.DataFrame, pages: dict) -> str:
     """One row per statement: the paper, the statement and its number, what the paper did, our verdict, every
     row of evidence (linked to its chapter table)."""
     lines = ["| paper | statement (the paper says) | paper did | verdict | our evidence |", "|---|---|---|---|---|"]
+    shared = st.loc[st["state"] == S.DECIDED, "decided_by"].value_counts() if "decided_by" in st else pd.Series()
     for r in st.itertuples():
         if r.state == S.DECIDED:
             verdict = f"**{r.category}** ({r.basis})"
+            if shared.get(r.decided_by, 1) > 1:  # one quantity decides it with others: one decision
+                verdict += f"; one decision with {shared[r.decided_by] - 1} other statements ({r.decided_by})"
         elif r.state == S.CONFLICT:
             verdict = f"**{r.state}** (the decided rows disagree; see them beside)"
         else:
@@ -104,8 +107,10 @@ def bottom_line(st: pd.DataFrame, rows: pd.DataFrame) -> str:
     what deciding the rest would take."""
     decided = st[st["state"] == S.DECIDED]
     measured = decided[decided["basis"] == "measured"]
+    independent = int(S.counts(st).loc["all", S.INDEPENDENT])
     lines = [f"**{len(st)} statements** of the papers are judged here ({len(rows)} ledger rows behind them); "
-             f"**{len(decided)}** are decided, **{len(measured)}** of them by our own measurements on real hardware.",
+             f"**{len(decided)}** are decided, in **{independent} independent decisions** (statements that one "
+             f"quantity decides count once), **{len(measured)}** of them by our own measurements on real hardware.",
              "", evidence_table(decided)]
     against = decided[~decided["category"].isin(AGREES)]
     if len(against):

@@ -32,6 +32,10 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     paper_did:   what the paper did to support the statement: measured (its own experiment), derived (its
                  equations or arithmetic), stated (an assertion or advice with neither); the front page counts
                  statements by it
+    decided_by:  the quantity that decides the claim where it decides other claims too (the thesis' equations on one
+                 network's t_grad and t_comm): statements whose deciding claims name one quantity are one independent
+                 decision on the front page (:func:`repro.core.statements.counts`); not in the digest (it decides
+                 nothing, it counts)
     timing:      true for a time, a rate or a scheduling order measured on this machine: not decided on a run whose
                  cores were oversubscribed while it measured, or that recorded no load (:mod:`repro.core.load`)
     counterfactual: the run configuration or recorded data under which our experiment would give the
@@ -130,6 +134,7 @@ class Claim(BaseModel):
     counterfactual: str = ""
     statement: str = ""
     paper_did: Literal[PAPER_DID] | None = None  # type: ignore[valid-type]
+    decided_by: str = ""  # the quantity shared with other claims (the front page counts it once)
     timing: bool = False  # a gate on the load (repro.core.load), not in the digest: it only takes decisions away
 
     @model_validator(mode="after")
