@@ -42,9 +42,10 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
                  opposite outcome, and the test that feeds it to the judge (``tests/...py::test_name``);
                  required for a decisive verdict on basis measured
 
-A run records the :func:`digest` of every claim (its text, check, numbers, thresholds and rule) when it
-starts measuring (``provenance.json``'s ``claims_measured_under``); a rejudge under a claim whose digest
-changed since shows *rule changed after the data* with both verdicts (:func:`row`'s ``under``).
+A run records the :func:`digest` of every claim (its text, check, numbers, thresholds and rule) and the digests
+of the code that judges them (:mod:`repro.core.judgecode`) when it starts measuring (``provenance.json``'s
+``claims_measured_under``); a rejudge under a claim or judging code whose digest changed since shows *rule changed
+after the data* with both verdicts and what changed (:func:`row`'s ``under`` and ``code``).
 
 Every claim that can be decisive has a falsification test (tests/unit/test_falsify_*.py) that feeds
 its judge the claim false and the claim true and sees the verdict flip.

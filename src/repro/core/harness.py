@@ -16,8 +16,12 @@ harness does the rest, the same way for every experiment, in the process that ca
 ``judge`` reads only what the run wrote, so :func:`rejudge_run` can re-derive the ledger of a stored
 run (a published one) without retraining when the verdict rules or claims change; it re-derives
 the verdict views with it, so a chapter never shows a verdict its ledger no longer gives. A run records
-the digest of every claim when it starts (``claims_measured_under``) and its first verdicts; a rejudge under
-a claim that changed since shows *rule changed after the data* (:func:`repro.core.claims.measured_under`).
+the digest of every claim and of the code that judges it when it starts (``claims_measured_under``:
+:mod:`repro.core.judgecode`) and its first verdicts; a rejudge under a claim or judging code that changed since
+shows *rule changed after the data* (:func:`repro.core.claims.measured_under`), and a run whose measured tables
+are byte for byte those of a run published earlier is judged under that run's record (:func:`same_data`). The
+load average is sampled while the experiment measures (:mod:`repro.core.load`): claims about time are not decided
+where it exceeded the cores (:func:`judged`).
 """
 
 from __future__ import annotations
