@@ -140,8 +140,10 @@ def test_smoke_notebook_results(smoke_runs):
     # the same profile beside it; one run of an emulated timing decides nothing, so it says what that run gave
     scaling = led.loc["ring_scaling"]
     assert (scaling["category"], scaling["basis"], scaling["runs"]) == ("not comparable", "emulated", 1)
+    # (on cores that other work oversubscribed while it measured, the load gate says so first: repro.core.load)
     assert scaling["verdict"].startswith("not comparable (1 run of a stochastic quantity; a verdict needs >= 2 "
-                                         "independent runs; the one run: consistent (")
+                                         "independent runs; the one run: consistent (") or \
+        scaling["verdict"].startswith("not comparable (measured on oversubscribed cores"), scaling["verdict"]
     assert scaling["ours"] == "ring: resnet50: gains [emulated k80-p2.16xlarge, 1 run(s)]"
     assert "the analytic model of k80-p2.16xlarge: ring: resnet50: gains" in scaling["verdict"]
     # the model rows at the paper's N: decided only where the model is within 10 % of every emulated cluster and

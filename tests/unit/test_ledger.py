@@ -71,14 +71,19 @@ def test_collect_and_the_front_page_link_to_the_evidence(tmp_path):
     st = statements.statements(df)
     pages = {("optimizers", "cpu"): "notebooks/03_optimizers", ("speedup", "cpu"): "notebooks/04_speedup"}
     md = front.statements_table(st, pages)
-    # a pipe inside a cell cannot break the table; each statement links every row of its evidence
-    assert "Adam &#124; best" in md and "| measured | **differs** (measured) |" in md
-    assert '<a href="../notebooks/03_optimizers.html#optimizers-claims">measured · cpu</a>, 2 runs: **differs**' in md
-    assert "| derived | **consistent** (equations) |" in md and "| measured | not decided here: cluster |" in md
+    # a pipe inside a cell cannot break the table; each statement is one line under its paper's, its verdict names
+    # the kind of evidence, and it links every row of its evidence, named by profile and marked by its verdict
+    assert "Adam &#124; best" in md and "| measured | **differs** (our measurement) |" in md
+    assert "| **{cite:t}`polishchuk2019`** | | | |" in md
+    assert ('our measurement: <a href="../notebooks/03_optimizers.html#optimizers-claims" '
+            'title="our measurement · cpu, 2 runs: differs">cpu ✗</a>') in md
+    assert "| derived | **consistent** (paper's own numbers) |" in md
+    assert '| measured | <span title="cluster">not decided here</span> |' in md
+    assert len([line for line in md.splitlines() if line.startswith("|")]) == 2 + 2 + 3  # head, papers, statements
     counts = front.counts_table(st)
-    assert "| measured: the paper measured it | 1 | 0 | 0 | 1 | 2 |" in counts
-    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 0 | 0 | 0 | 1 |" in counts
-    assert "| **all** | 2 | 0 | 0 | 1 | 3 |" in counts
+    assert "| measured: the paper measured it | 1 | 1 | 0 | 0 | 1 | 2 |" in counts
+    assert "| derived: the paper derived it (equations, arithmetic) | 1 | 1 | 0 | 0 | 0 | 1 |" in counts
+    assert "| **all** | 2 | 2 | 0 | 0 | 1 | 3 |" in counts
     rows = front.all_rows(df, pages)
     assert "| rank 3 | **differs** (rank 3) |" in rows and "rank 1 or 2: the paper's wording |" in rows
 
@@ -102,6 +107,24 @@ def test_a_statement_judged_by_several_rows_is_one_statement_with_the_strongest_
     gated = df.assign(verdict="not comparable (x)", category="not comparable")
     assert statements.statements(gated).loc[0, "state"] == "not decided here"
     assert statements.statements(gated.assign(decisive="False")).loc[0, "state"] == "undecidable by design"
+
+
+def test_statements_decided_by_one_quantity_are_one_independent_decision():
+    # the thesis' equations on Resnet34's two timings decide these three statements: one decision
+    ids = ["resnet34_split_below_one", "resnet34_async_central_below_one", "resnet34_join_central_above_one"]
+    df = pd.DataFrame([{**_stmt("consistent (x)", basis="equations", runs=0, statement=f"slampa2017:{i}", claim=i,
+                                id=i, paper_did="derived"), "experiment": "speedup", "page": "x", "profile": "cpu"}
+                       for i in ids + ["t_grad_similar"]])
+    st = statements.statements(df)
+    assert st["decided_by"].nunique() == 2 and len(st) == 4
+    counts = statements.counts(st)
+    assert (counts.loc["all", "decided"], counts.loc["all", statements.INDEPENDENT]) == (4, 2)
+    md = front.statements_table(st, {})
+    assert md.count("one decision with 2 other statements") == 3
+    assert "in **2 independent decisions**" in front.bottom_line(st, df)
+    # the counterfactual: a quantity no other statement shares is its own decision
+    alone = statements.statements(df[df["id"].isin(["t_grad_similar", ids[0]])])
+    assert statements.counts(alone).loc["all", statements.INDEPENDENT] == 2
 
 
 def test_a_book_takes_the_other_profiles_of_its_root_but_not_the_cheap_ones(tmp_path):
@@ -159,3 +182,26 @@ def test_publish_copies_the_newest_runs_in_the_same_layout(tmp_path, monkeypatch
     assert book.default_published_profile() == "cpu"
     with pytest.raises(book.BookError, match="nothing to publish for profile 'paper': run `repro run all"):
         book.publish("paper", results_dir=res)
+
+
+def test_the_bottom_line_is_short_and_has_one_line_per_paper():
+    df = pd.DataFrame([{**_stmt(v, basis=b, runs=0, statement=f"{p}:{i}", claim=f"claim {i}", id=str(i), paper=p),
+                        "experiment": "e", "page": "x", "profile": "cpu"}
+                       for i, (p, v, b) in enumerate((("slampa2017", "consistent (x)", "equations"),
+                                                      ("slampa2017", "inconsistent (y)", "equations"),
+                                                      ("polishchuk2019", "not comparable (z)", "measured")))])
+    st = statements.statements(df)
+    text = front.bottom_line(st, df)
+    assert "| {cite:t}`slampa2017` | 2 | 2 (2) | 1 | 1 | 0 | 0 | 0 |" in text
+    assert "| {cite:t}`polishchuk2019` | 1 | 0 (0) | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "the papers' own equations and tables **2** (1 agree, 1 do not)" in text  # the kinds, in words
+    assert len(text.splitlines()) <= 20 and "| chapter | not decided here |" not in text  # what it needs is below
+    assert "| chapter | not decided here | needs | command |" in front.the_rest(st.assign(experiment="mnist_cnn"), df)
+
+
+def test_the_package_begins_with_the_books_first_words():
+    import repro
+    from repro.core.paths import project_root
+
+    title = (project_root() / "book" / "intro.md").read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
+    assert repro.__doc__.split(": ", 1)[1].lower().startswith(title.lower())

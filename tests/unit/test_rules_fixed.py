@@ -52,28 +52,35 @@ def test_a_digest_reads_an_older_claims_file_and_ignores_fields_this_checkout_lo
     assert claims.digests_of_text(text.replace("0.02", "0.03")) != {"acc": _claim().digest()}
 
 
-def _ledger_of(ours, verdict, runs=2, stochastic=True):
+def _ledger_of(ours, verdict, runs=2, stochastic=True, basis="measured"):
     cat = V.category_of(verdict).value
     return ledger.frame([{"paper": "p", "claim": "accuracy is 0.9", "paper_value": "0.9", "ours": ours,
-                          "verdict": verdict, "category": cat, "evidence": "t", "basis": "measured", "runs": runs,
-                          "tier": "measured", "id": "acc", "statement": "p:acc", "paper_did": "measured",
+                          "verdict": verdict, "category": cat, "evidence": "t", "basis": basis, "runs": runs,
+                          "tier": V.tier(basis).value, "id": "acc", "statement": "p:acc", "paper_did": "measured",
                           "stochastic": stochastic, "decisive": True}]).astype(str)
 
 
-def test_a_second_run_with_the_opposite_outcome_makes_a_verdict_unstable():
-    now = _ledger_of("0.91", "reproduced (-0.01 vs paper, tolerance 0.02)")
+def _v(basis: str, verdict: str) -> str:
+    """``verdict`` in the words of ``basis`` (an emulation says consistent / inconsistent)."""
+    return verdict if basis == "measured" else verdict.replace("reproduced", "consistent").replace("differs",
+                                                                                                 "inconsistent")
+
+
+@pytest.mark.parametrize("basis", ["measured", "emulated"])  # an emulated row with one run is not decided (issue 55)
+def test_a_second_run_with_the_opposite_outcome_makes_a_verdict_unstable(basis):
+    now = _ledger_of("0.91", _v(basis, "reproduced (-0.01 vs paper, tolerance 0.02)"), basis=basis)
     alone = statements.confirm(now, [])
     assert alone.loc[0, "category"] == "not comparable" and "second run" in alone.loc[0, "verdict"]
-    same = statements.confirm(now, [("run-b", _ledger_of("0.895", "reproduced (-0.005 vs paper, tolerance 0.02)"))])
-    assert same.loc[0, "category"] == "reproduced" and "confirmed by run run-b (0.895)" in same.loc[0, "verdict"]
-    other = statements.confirm(now, [("run-b", _ledger_of("0.85", "differs (-0.05 vs paper, tolerance 0.02)"))])
+    same = statements.confirm(now, [("run-b", _ledger_of("0.895", _v(basis, "reproduced (-0.005 vs paper, tolerance 0.02)"), basis=basis))])
+    assert same.loc[0, "category"] == _v(basis, "reproduced") and "confirmed by run run-b (0.895)" in same.loc[0, "verdict"]
+    other = statements.confirm(now, [("run-b", _ledger_of("0.85", _v(basis, "differs (-0.05 vs paper, tolerance 0.02)"), basis=basis))])
     assert other.loc[0, "category"] == "unstable"
-    assert "0.91" in other.loc[0, "verdict"] and "run run-b: 0.85 gave differs" in other.loc[0, "verdict"]
+    assert "0.91" in other.loc[0, "verdict"] and _v(basis, "run run-b: 0.85 gave differs") in other.loc[0, "verdict"]
     # a run that decided nothing neither confirms nor contradicts; a quantity that is not random needs no rerun
-    gated = statements.confirm(now, [("run-b", _ledger_of("0.85", "not comparable (1 run)"))])
+    gated = statements.confirm(now, [("run-b", _ledger_of("0.85", "not comparable (1 run)", basis=basis))])
     assert gated.loc[0, "category"] == "not comparable"
-    fixed = _ledger_of("0.91", "reproduced (x)", stochastic=False)
-    assert statements.confirm(fixed, [])["category"].tolist() == ["reproduced"]
+    fixed = _ledger_of("0.91", _v(basis, "reproduced (x)"), stochastic=False, basis=basis)
+    assert statements.confirm(fixed, [])["category"].tolist() == [_v(basis, "reproduced")]
 
 
 def test_a_rerun_measured_under_an_older_rule_confirms_nothing():

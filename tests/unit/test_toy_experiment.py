@@ -95,7 +95,9 @@ print(json.dumps({"bad": bad, "ledger": result["ledger"].to_dict("records"), "ag
 """
 
 
-def test_a_new_experiment_is_one_folder(tmp_path):
+def toy_package(tmp_path, experiment: str = EXPERIMENT, **files: str) -> tuple[Path, dict]:
+    """A copy of the package with the folder ``experiments/toy/`` (``files``: more modules of it, by name) and its
+    parameters class generated; returns the folder and the environment that imports the copy."""
     src = tmp_path / "src"
     shutil.copytree(Path(repro.__file__).parent, src / "repro", ignore=shutil.ignore_patterns("__pycache__"))
     folder = src / "repro" / "experiments" / "toy"
@@ -103,11 +105,18 @@ def test_a_new_experiment_is_one_folder(tmp_path):
     (folder / "__init__.py").write_text('"""Toy."""\n')
     (folder / "profile.yaml").write_text(PROFILE)
     (folder / "claims.yaml").write_text(CLAIMS)
-    (folder / "experiment.py").write_text(textwrap.dedent(EXPERIMENT))
+    (folder / "experiment.py").write_text(textwrap.dedent(experiment))
+    for name, text in files.items():
+        (folder / f"{name}.py").write_text(text)
     env = {"PYTHONPATH": str(src), "REPRO_RESULTS": str(tmp_path / "results"), "PATH": "/usr/bin:/bin"}
     gen = subprocess.run([sys.executable, "-m", "repro.core.paramtypes"], env=env, capture_output=True, text=True,
                          timeout=120)  # its parameters class, generated from its profile.yaml
     assert gen.returncode == 0 and "toy" in gen.stdout and (folder / "paramtypes.py").is_file(), gen.stderr[-3000:]
+    return folder, env
+
+
+def test_a_new_experiment_is_one_folder(tmp_path):
+    folder, env = toy_package(tmp_path)
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])

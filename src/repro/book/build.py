@@ -270,6 +270,7 @@ def write_front(dest: Path, profile: str, results_dir: Path | None, used: dict) 
     st = statements.statements(rows)
     generated = dest / "book" / "_generated"
     (generated / "bottom.md").write_text(front.bottom_line(st, rows) if len(st) else "", encoding="utf-8")
+    (generated / "rest.md").write_text(front.the_rest(st, rows) if len(st) else "", encoding="utf-8")
     table = (front.counts_table(st) + "\n" + front.statements_table(st, pages)) if len(st) else \
         "*No claims recorded by the rendered runs.*\n"
     (generated / "ledger.md").write_text(table, encoding="utf-8")

@@ -32,13 +32,20 @@ Fields of a claim (``claims.yaml``, a list under ``claims:``)::
     paper_did:   what the paper did to support the statement: measured (its own experiment), derived (its
                  equations or arithmetic), stated (an assertion or advice with neither); the front page counts
                  statements by it
+    decided_by:  the quantity that decides the claim where it decides other claims too (the thesis' equations on one
+                 network's t_grad and t_comm): statements whose deciding claims name one quantity are one independent
+                 decision on the front page (:func:`repro.core.statements.counts`); not in the digest (it decides
+                 nothing, it counts)
+    timing:      true for a time, a rate or a scheduling order measured on this machine: not decided on a run whose
+                 cores were oversubscribed while it measured, or that recorded no load (:mod:`repro.core.load`)
     counterfactual: the run configuration or recorded data under which our experiment would give the
                  opposite outcome, and the test that feeds it to the judge (``tests/...py::test_name``);
                  required for a decisive verdict on basis measured
 
-A run records the :func:`digest` of every claim (its text, check, numbers, thresholds and rule) when it
-starts measuring (``provenance.json``'s ``claims_measured_under``); a rejudge under a claim whose digest
-changed since shows *rule changed after the data* with both verdicts (:func:`row`'s ``under``).
+A run records the :func:`digest` of every claim (its text, check, numbers, thresholds and rule) and the digests
+of the code that judges them (:mod:`repro.core.judgecode`) when it starts measuring (``provenance.json``'s
+``claims_measured_under``); a rejudge under a claim or judging code whose digest changed since shows *rule changed
+after the data* with both verdicts and what changed (:func:`row`'s ``under`` and ``code``).
 
 Every claim that can be decisive has a falsification test (tests/unit/test_falsify_*.py) that feeds
 its judge the claim false and the claim true and sees the verdict flip.
@@ -57,6 +64,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from repro.core import errors
+from repro.core import judgecode as _judgecode
 from repro.core import ledger as _ledger
 from repro.core import paper as _paper
 from repro.core import params as _params
@@ -127,6 +135,8 @@ class Claim(BaseModel):
     counterfactual: str = ""
     statement: str = ""
     paper_did: Literal[PAPER_DID] | None = None  # type: ignore[valid-type]
+    decided_by: str = ""  # the quantity shared with other claims (the front page counts it once)
+    timing: bool = False  # a gate on the load (repro.core.load), not in the digest: it only takes decisions away
 
     @model_validator(mode="after")
     def _rules(self) -> "Claim":
@@ -283,10 +293,11 @@ def tolerance_text(claim: Claim) -> str:
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 
 
-def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
+def row(claim: Claim, m: Measured, under: dict | None = None, code: dict | None = None) -> dict:
     """The ledger row of one claim and its measurement: :func:`compare`, then the basis rules
     (:func:`repro.core.verdicts.settle`), then :func:`measured_under`; a row with no value of ours has basis
-    ``none``. ``under``: a stored run's record of the claims it was measured under (None while measuring)."""
+    ``none``. ``under``: a stored run's record of the claims it was measured under (None while measuring);
+    ``code``: today's digests of the experiment's judging code (:func:`repro.core.judgecode.digests`)."""
     nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
     basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
     try:
@@ -299,7 +310,7 @@ def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
     if verdict.decisive and basis == "measured" and not claim.counterfactual.strip():
         raise ClaimsError(f"claim {claim.id!r}: a decisive verdict on basis measured needs claims.yaml's "
                           f"counterfactual (the run under which the other outcome would appear): {verdict}")
-    verdict = measured_under(claim, verdict, basis, under)
+    verdict = measured_under(claim, verdict, basis, under, code)
     return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
             "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
             "basis": str(basis), "runs": int(runs), _ledger.TIER: V.tier(basis, claim.tier).value,
@@ -307,16 +318,22 @@ def row(claim: Claim, m: Measured, under: dict | None = None) -> dict:
             "paper_did": claim.paper_did or "", "stochastic": bool(claim.stochastic), "decisive": bool(claim.decisive)}
 
 
-def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None) -> V.Verdict:
-    """A verdict of our runs (basis measured or emulated) that is decided now or was decided then stands only
-    when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id:
-    digest}, "verdicts": {id: verdict then}}``); otherwise *rule changed after the data*, with the verdict it
-    had then. ``under`` None: judged while measuring (the rules are today's by definition); ``{}``: a stored
-    run that recorded nothing."""
-    if under is None or V.Basis(basis) not in V.RUN_BASES:
+FLAGGED_BASES = V.RUN_BASES | {V.Basis.MODEL}  # rows whose data is ours: a rule changed after it is flagged
+
+
+def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None,
+                   code: dict | None = None) -> V.Verdict:
+    """A verdict of our data (basis measured, emulated or model) that is decided now or was decided then stands
+    only when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id:
+    digest}, "verdicts": {id: verdict then}, "code": {file: digest}}``) and, where ``code`` (today's digests of the
+    judging code, :mod:`repro.core.judgecode`) is given, so is the code that judges it; otherwise *rule changed
+    after the data*, with the verdict it had then and what changed. ``under`` None: judged while measuring (the
+    rules are today's by definition); ``{}``: a stored run that recorded nothing."""
+    if under is None or V.Basis(basis) not in FLAGGED_BASES:
         return verdict
     then = (under.get("digests") or {}).get(claim.id)
-    if then == claim.digest():
+    moved = [] if code is None else _judgecode.changed(under.get("code"), code, str(basis))
+    if then == claim.digest() and moved == []:
         return verdict
     if not under.get("digests"):
         before = "not recorded (the run stored no digest of its claims)"
@@ -326,7 +343,15 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
         before = (under.get("verdicts") or {}).get(claim.id) or "not recorded"
     if not verdict.decisive and not _decided(before):
         return verdict  # undecided then and now: nothing to flag
-    return V.rule_changed(verdict, before)
+    what = "the claim's text or rule" if then != claim.digest() else ""
+    if under.get("same_data_as"):  # a rerun whose data an earlier run measured (repro.core.history.first_seen)
+        what = ", ".join(filter(None, [what, f"since run {under['same_data_as']} measured the same data"]))
+    if moved is None:
+        what = ", ".join(filter(None, [what, "the judge's code (the run recorded no digest of it)"]))
+    elif moved:
+        names = sorted({k.rsplit("/", 1)[-1] for k in moved})
+        what = ", ".join(filter(None, [what, "the judge's code (" + ", ".join(names) + ")"]))
+    return V.rule_changed(verdict, before, what)
 
 
 def _decided(verdict_text: str) -> bool:
@@ -337,12 +362,18 @@ def _decided(verdict_text: str) -> bool:
 
 
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments",
-           under: dict | None = None):
+           under: dict | None = None, code: dict | None = None):
     """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it
-    (``under``: a stored run's record of the claims it was measured under, :func:`row`)."""
+    (``under``: a stored run's record of the claims it was measured under; ``code``: today's digests of its judging
+    code; :func:`row`)."""
     claims = load(experiment, package)
     missing, unknown = set(claims) - set(measured), set(measured) - set(claims)
     if missing or unknown:
         raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
                           f"measurements for unknown claims {sorted(unknown)}")
-    return _ledger.frame([row(claim, measured[cid], under) for cid, claim in claims.items()])
+    return _ledger.frame([row(claim, measured[cid], under, code) for cid, claim in claims.items()])
+
+
+def timing(experiment: str, package: str = "repro.experiments") -> set[str]:
+    """The ids of ``experiment``'s claims about a time, a rate or a scheduling order (``timing: true``)."""
+    return {cid for cid, c in load(experiment, package).items() if c.timing}

@@ -16,8 +16,12 @@ harness does the rest, the same way for every experiment, in the process that ca
 ``judge`` reads only what the run wrote, so :func:`rejudge_run` can re-derive the ledger of a stored
 run (a published one) without retraining when the verdict rules or claims change; it re-derives
 the verdict views with it, so a chapter never shows a verdict its ledger no longer gives. A run records
-the digest of every claim when it starts (``claims_measured_under``) and its first verdicts; a rejudge under
-a claim that changed since shows *rule changed after the data* (:func:`repro.core.claims.measured_under`).
+the digest of every claim and of the code that judges it when it starts (``claims_measured_under``:
+:mod:`repro.core.judgecode`) and its first verdicts; a rejudge under a claim or judging code that changed since
+shows *rule changed after the data* (:func:`repro.core.claims.measured_under`), and a run whose measured tables
+are byte for byte those of a run published earlier is judged under that run's record (:func:`same_data`). The
+load average is sampled while the experiment measures (:mod:`repro.core.load`): claims about time are not decided
+where it exceeded the cores (:func:`judged`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from typing import Any, Callable, Generic, TypeVar
 import pandas as pd
 
 from repro.core import claims as _claims
-from repro.core import errors, history, preflight, provenance, results
+from repro.core import errors, history, judgecode, preflight, provenance, results
+from repro.core import load as _load
 from repro.core import params as _params
 from repro.core import paramtypes as _paramtypes
 from repro.core.paramtypes import Params
@@ -133,7 +138,8 @@ def run(exp: Experiment, profile: str | None = None, overrides: dict | None = No
     check(exp, p, profile, root)
     inputs = exp.prepare(p)
     run_ = Run(exp.name, profile, p.model_dump(), root)  # provenance is collected before its directory exists
-    run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "source": "recorded when the run started"})
+    run_.note(MEASURED_UNDER, {"digests": _claims.digests(exp.name), "code": judgecode.digests(exp),
+                               "source": "recorded when the run started"})
     run_.note("overrides", overrides_of(exp.name, p, overrides))  # the chapter shows them
     try:
         return _measure_and_judge(exp, run_, p, inputs)
@@ -174,7 +180,9 @@ DISCARD = "discard_after_judge"  # provenance: what goes once the judge has run 
 
 
 def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Result:
-    out = exp.measure(run_, p, inputs)
+    with _load.Sampler() as sampler:  # timing claims are not decided on oversubscribed cores (repro.core.load)
+        out = exp.measure(run_, p, inputs)
+    run_.note(_load.RECORD, sampler.record())
     for name, df in out.tables.items():
         run_.write_csv(name, df)
     run_.write_json("summary", out.summary)
@@ -193,9 +201,29 @@ def _measure_and_judge(exp: Experiment, run_: Run, p: Params, inputs: Any) -> Re
     return result
 
 
+def judged(exp: Experiment, result: Result) -> dict[str, _claims.Measured]:
+    """``exp``'s judge on ``result``, with the claims about time gated where the run's cores were oversubscribed
+    (:func:`repro.core.load.gate`)."""
+    return _load.gate(_claims.timing(exp.name), exp.judge(result), result.provenance)
+
+
+DATA = "data_files"  # provenance: the measured tables' files (what a byte-identical rerun is matched on)
+
+
+def same_data(exp: Experiment, run_dir: Path, record: dict, code: dict, views=()) -> dict | None:
+    """The record of an earlier published run whose measured tables are byte-identical to ``run_dir``'s
+    (:func:`repro.core.history.first_seen`; ``views``: the verdict views' names, left out where the run did not
+    record its data files), or None."""
+    names = record.get(DATA) or [p.name for p in Path(run_dir).glob("*.csv")
+                                 if p.name != "ledger.csv" and p.stem not in set(views)]
+    return history.first_seen(record, Path(run_dir).name, history.data_blobs(run_dir, names), code)
+
+
 def _judge_into(exp: Experiment, run_: Run, result: Result) -> None:
-    measured = exp.judge(result)
-    ledger = _claims.ledger(exp.name, measured)
+    measured = judged(exp, result)
+    run_.note(DATA, sorted(p.name for p in run_.dir.glob("*.csv")))  # only the measured tables exist yet
+    earlier = same_data(exp, run_.dir, run_.record, judgecode.digests(exp))
+    ledger = _claims.ledger(exp.name, measured, under=earlier, code=judgecode.digests(exp) if earlier else None)
     run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
@@ -268,6 +296,22 @@ def load_result(run_dir: Path) -> Result:
     return Result(run_dir, typed, record, tables, summary)
 
 
+def recovered(run_dir: Path, record: dict, code: dict) -> dict:
+    """``record`` (a stored run's provenance) with what a run older than the record of its claims or judging code
+    would have recorded, recovered from git (:mod:`repro.core.history`), written back where anything was found."""
+    under = dict(record.get(MEASURED_UNDER) or {})
+    if MEASURED_UNDER not in record and (found := history.recover(run_dir)) is not None:
+        under = found
+    if under and "code" not in under and (then := history.recover_code(run_dir, code)) is not None:
+        under["code"] = then
+        under["code_source"] = "recovered from git: the judging code at the run's commit"
+    if under == (record.get(MEASURED_UNDER) or {}):
+        return record
+    record = {**record, MEASURED_UNDER: under}
+    results.atomic_write_json(Path(run_dir) / "provenance.json", record)
+    return record
+
+
 def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Re-derive a stored run's ``ledger.csv`` (and its verdict views) from its tables with this
     checkout's claims and rules; returns the ledger and the files it rewrote.
@@ -278,13 +322,15 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     notebook is stale until ``repro render --force`` (``repro rejudge`` does that)."""
     run_dir = Path(run_dir)
     result = load_result(run_dir)
-    if MEASURED_UNDER not in result.provenance and (found := history.recover(run_dir)) is not None:
-        result.provenance = {**result.provenance, MEASURED_UNDER: found}  # a run older than the record
-        results.atomic_write_json(run_dir / "provenance.json", result.provenance)
     exp = experiment(result.provenance["experiment"])
-    measured = exp.judge(result)
-    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}))
+    code = judgecode.digests(exp)
+    result.provenance = recovered(run_dir, result.provenance, code)
+    measured = judged(exp, result)
+    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code)
     views = exp.verdict_views(result, measured, ledger)
+    if (earlier := same_data(exp, run_dir, result.provenance, code, views.tables)) is not None:
+        ledger = _claims.ledger(exp.name, measured, under=earlier, code=code)  # a rerun of data seen before
+        views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}
     if views.summary:

@@ -6,12 +6,20 @@ record existed names its commit in ``provenance.json`` (``git.commit``): the ``c
 what it was measured under, and the ``ledger.csv`` that first came into git with the run directory holds the
 verdicts it got then. :func:`recover` reads both and writes the record the run would have made; a run whose
 commit is unknown, or not in this repository's history, gets no record (its decided rows then read
-*rule changed after the data*: not recorded).
+*rule changed after the data*: not recorded). The digests of its judging code come from the same commit
+(:func:`recover_code`, :mod:`repro.core.judgecode`).
+
+A run whose data is byte-identical to a run published earlier (a deterministic rerun; git's history of
+``published/`` knows every run that was ever published, removed ones included) was measured, in effect, under the
+earlier run's rule: :func:`first_seen` finds that run and its record, and the harness judges the rerun under it,
+so that a rerun cannot clear the flag of a rule changed after the data.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import subprocess
 from pathlib import Path
 
@@ -19,8 +27,10 @@ import pandas as pd
 import yaml
 
 from repro.core import claims as _claims
-from repro.core import results
+from repro.core import judgecode, results
 from repro.core.paths import project_root
+
+_MEASURED_UNDER = "claims_measured_under"  # provenance (repro.core.harness.MEASURED_UNDER)
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -53,10 +63,14 @@ def _first_ledger(root: Path, ledger_path: Path, texts: dict[str, str]) -> dict[
 def recover(run_dir: Path, root: Path | None = None) -> dict | None:
     """The ``claims_measured_under`` record of a stored run from git (module docstring), or None."""
     root = (root or project_root())
-    root = root.resolve() if root is not None else None
-    record = results.read_provenance(run_dir)
+    if root is None:
+        return None
+    return _recover(results.read_provenance(run_dir), Path(run_dir).resolve() / "ledger.csv", root.resolve())
+
+
+def _recover(record: dict, ledger_path: Path, root: Path) -> dict | None:
     commit = (record.get("git") or {}).get("commit")
-    if root is None or not commit:
+    if not commit:
         return None
     yaml_text = _git(root, "show", f"{commit}:src/repro/experiments/{record['experiment']}/claims.yaml")
     if yaml_text is None:
@@ -65,6 +79,86 @@ def recover(run_dir: Path, root: Path | None = None) -> dict | None:
     texts = {str(c["id"]): str(c.get("text", "")) for c in raw}
     dirty = (" (its tree had uncommitted changes: the claims may differ)"
              if (record.get("git") or {}).get("dirty") else "")
-    return {"digests": _claims.digests_of_text(yaml_text),
-            "verdicts": _first_ledger(root, Path(run_dir).resolve() / "ledger.csv", texts),
+    return {"digests": _claims.digests_of_text(yaml_text), "verdicts": _first_ledger(root, ledger_path, texts),
             "source": f"recovered from git: claims.yaml at the run's commit {commit[:12]}{dirty}"}
+
+
+def recover_code(run_dir: Path, keys, root: Path | None = None) -> dict | None:
+    """The digests of the judging code ``keys`` name (today's :func:`repro.core.judgecode.digests`) as the run's
+    commit had them, or None where the run names no commit this repository knows."""
+    root = root or project_root()
+    if root is None:
+        return None
+    return _code_at(results.read_provenance(run_dir), keys, root.resolve())
+
+
+def _code_at(record: dict, keys, root: Path) -> dict | None:
+    commit = (record.get("git") or {}).get("commit")
+    if not commit or _git(root, "cat-file", "-e", f"{commit}^{{commit}}") is None:
+        return None
+    return judgecode.at_commit(root, commit, keys)
+
+
+def blob_id(data: bytes) -> str:
+    """git's object id of a file's content (what ``git ls-tree`` lists)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def data_blobs(run_dir: Path, names) -> dict[str, str]:
+    """The git object ids of a run's data files ``names`` (its measured tables, not its ledger or verdict views)."""
+    return {n: blob_id((Path(run_dir) / n).read_bytes()) for n in sorted(names) if (Path(run_dir) / n).is_file()}
+
+
+def _published_runs(root: Path, experiment: str) -> list[tuple[str, str]]:
+    """Every run directory of ``experiment`` that ever came into git under ``published/``, with the commit that
+    added it (runs removed since included), oldest commit last."""
+    out = _git(root, "log", "--no-renames", "--diff-filter=A", "--format=C %H", "--name-only", "--",
+               f"published/*/{experiment}/*/provenance.json") or ""
+    runs, commit = [], ""
+    for line in out.splitlines():
+        if line.startswith("C "):
+            commit = line[2:].strip()
+        elif line.strip():
+            runs.append((str(Path(line.strip()).parent.as_posix()), commit))
+    return runs
+
+
+def _tree(root: Path, commit: str, folder: str) -> dict[str, str]:
+    out = _git(root, "ls-tree", commit, folder + "/") or ""
+    return {Path(line.split("\t", 1)[1]).name: line.split()[2] for line in out.splitlines() if "\t" in line}
+
+
+def first_seen(record: dict, name: str, blobs: dict[str, str], keys, root: Path | None = None) -> dict | None:
+    """The record an earlier published run was measured under, where run ``name``'s data (``record``: its
+    provenance; ``blobs``: :func:`data_blobs`) is byte-identical to that run's (git's history of ``published/``,
+    runs removed since included): the claims and judging code (``keys``) it was measured under and the verdicts
+    it got then. A deterministic rerun is not new data and does not clear a flag the earlier run's rule earned
+    (:func:`repro.core.claims.measured_under`). None where no earlier run has the same data."""
+    root = root or project_root()
+    if root is None or not blobs:
+        return None
+    root = root.resolve()
+    started = str(record.get("started_at") or "")
+    best: tuple[str, str, str, dict] | None = None
+    for folder, commit in _published_runs(root, record["experiment"]):
+        if Path(folder).name == name:
+            continue
+        tree = _tree(root, commit, folder)
+        if any(tree.get(name) != blob for name, blob in blobs.items()):
+            continue
+        then = json.loads(_git(root, "show", f"{commit}:{folder}/provenance.json") or "{}")
+        when = str(then.get("started_at") or "")
+        if when and (not started or when < started) and (best is None or when < best[0]):
+            best = (when, folder, commit, then)
+    if best is None:
+        return None
+    _, folder, commit, then = best
+    under = dict(then.get(_MEASURED_UNDER) or _recover(then, root / folder / "ledger.csv", root) or {})
+    if not under.get("verdicts"):
+        under["verdicts"] = _first_ledger(root, root / folder / "ledger.csv", {})
+    if "code" not in under:
+        under["code"] = _code_at(then, keys, root)
+    under["same_data_as"] = Path(folder).name
+    under["source"] = (f"its data is byte-identical to run {folder}'s (published at {commit[:12]}), measured "
+                       "earlier: the rule that run was measured under")
+    return under

@@ -1,7 +1,8 @@
 """Verdicts that hold on a rerun, and one row per paper statement.
 
 **A rerun.** A run's ledger judges a random quantity on the seeds of one process. Across runs, a decided
-verdict of a stochastic claim on basis ``measured`` stands only when another finished run of the same
+verdict of a stochastic claim on a basis with runs (``measured``, ``emulated``: an emulation's repeats inside one
+process are not independent runs either) stands only when another finished run of the same
 experiment, profile and parameters (a separate process) decided it the same way (:func:`confirm`): with no
 such run the row is *not comparable* (one run), with a run that decided otherwise it is *unstable* and shows
 both runs' numbers.
@@ -14,6 +15,11 @@ opposite (else *decided both ways*, counted as decided by neither), *undecidable
 claim behind it is ``decisive: false`` (each says why), else *not decided here* (the data or hardware it needs
 is named by its experiment's ``profile.yaml``, ``to_decide``). Its tier is what the paper did
 (``paper_did``: measured, derived, stated).
+
+**Independent decisions.** Several statements can be decided by one quantity (the thesis' equations on one
+network's two timings decide five statements about that network): a claim names it (``claims.yaml``'s
+``decided_by``), a decided statement carries its deciding claim's (``decided_by``; else the statement itself), and
+:func:`counts` gives the independent decisions beside the decided statements: one per quantity.
 """
 
 from __future__ import annotations
@@ -67,14 +73,15 @@ def _digests(run_dir: Path) -> dict:
 
 
 def confirm(newest: pd.DataFrame, others: list[tuple], digests: dict | None = None) -> pd.DataFrame:
-    """The newest run's ledger rows, each decided stochastic measured row checked against ``others`` (``(run id,
-    its ledger[, the claim digests it measured under])``, same protocol: :func:`same_protocol_runs`): kept when
+    """The newest run's ledger rows, each decided stochastic row of our runs (measured, emulated) checked against
+    ``others`` (``(run id, its ledger[, the claim digests it measured under])``, same protocol:
+    :func:`same_protocol_runs`): kept when
     another run decided it the same way (the detail names that run), *unstable* when one decided otherwise, *not
     comparable* when none decided it. Where ``digests`` (today's, by claim id) is given, another run counts for a
     claim only if it measured under today's digest of it (a run measured under an older rule confirms nothing)."""
     out = newest.copy()
     for i, r in newest.iterrows():
-        if r["basis"] != "measured" or not _true(r["stochastic"]) or not _decided(r["category"]):
+        if V.Basis(r["basis"]) not in V.RUN_BASES or not _true(r["stochastic"]) or not _decided(r["category"]):
             continue
         seen = [(o_run[0], o) for o_run in others for _, o in o_run[1][o_run[1]["id"] == r["id"]].iterrows()
                 if _decided(o["category"]) and _same_rule(o_run, r["id"], digests)]
@@ -116,15 +123,28 @@ def _strength(row) -> int:
     return _ledger.BASIS_STRENGTH.get(row["basis"], -1)
 
 
+def quantity_of(experiment: str, claim_id: str) -> str:
+    """The quantity that decides claim ``claim_id`` of ``experiment`` where it decides others too (``decided_by``),
+    else ""; "" for a claim this checkout does not know."""
+    from repro.core import claims
+
+    try:
+        found = claims.load(str(experiment)).get(str(claim_id))
+    except (errors.ReproError, ImportError):
+        return ""
+    return found.decided_by if found is not None else ""
+
+
 def statements(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per statement of ``rows`` (ledgers of several experiments and profiles, columns
     :data:`repro.core.ledger.STORED` and ``experiment``, ``page``, ``profile``), in first-seen order: paper,
     statement, claim (its first claim's text), paper_value, paper_did, state (:data:`STATES`), headline
     (the deciding row's verdict, else ""), category, basis, headline_claim (the text of the claim of that row),
-    and ``rows`` (every row behind it, strongest first)."""
+    decided_by (a decided statement's quantity: its deciding claim's ``decided_by``, else the statement itself; else
+    ""), and ``rows`` (every row behind it, strongest first)."""
     if rows.empty:
         return pd.DataFrame(columns=["paper", "statement", "claim", "paper_value", "paper_did", "state", "headline",
-                                     "category", "basis", "headline_claim", "experiment", "rows"])
+                                     "category", "basis", "headline_claim", "decided_by", "experiment", "rows"])
     out = []
     for stmt, g in rows.groupby("statement", sort=False):
         ranked = sorted((r for _, r in g.iterrows()), key=lambda r: (not _decided(r["category"]), -_strength(r)))
@@ -145,15 +165,25 @@ def statements(rows: pd.DataFrame) -> pd.DataFrame:
                     "headline": head["verdict"] if state == DECIDED else "",
                     "category": head["category"] if state == DECIDED else "", "basis": head["basis"],
                     "headline_claim": head["claim"],
+                    "decided_by": (quantity_of(head["experiment"], head["id"]) or str(stmt)) if state == DECIDED
+                    else "",
                     "experiment": first["experiment"], "rows": [dict(r) for r in ranked]})
     return pd.DataFrame(out)
 
 
+INDEPENDENT = "independent decisions"  # the column of counts beside decided: one per deciding quantity
+
+
 def counts(st: pd.DataFrame) -> pd.DataFrame:
     """Statements per tier (what the paper did) and state, with totals: rows measured, derived, stated (and
-    undeclared where any), columns decided, undecidable by design, not decided here, all."""
+    undeclared where any), columns decided, the independent decisions among them (statements decided by one
+    quantity count once), decided both ways, undecidable by design, not decided here, all."""
     tiers = [t for t in (*PAPER_DID, UNDECLARED) if t in set(st["paper_did"])]
     table = pd.crosstab(st["paper_did"], st["state"]).reindex(index=tiers, columns=list(STATES), fill_value=0)
     table["all"] = table.sum(axis=1)
     table.loc["all"] = table.sum()
+    decided = st[st["state"] == DECIDED]
+    by = decided["decided_by"] if "decided_by" in decided else decided["statement"]
+    independent = {t: by[decided["paper_did"] == t].nunique() for t in tiers}
+    table.insert(1, INDEPENDENT, [independent.get(t, by.nunique()) for t in table.index])
     return table.astype(int)

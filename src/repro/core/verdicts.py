@@ -208,10 +208,11 @@ def settle(v: Verdict, basis: Basis | str, runs: int, stochastic: bool) -> Verdi
     return v
 
 
-def rule_changed(now: Verdict, then: str) -> Verdict:
-    """A verdict whose claim text or rule changed after its data was measured: both verdicts, decided by neither
-    (a run measured under today's rule decides it)."""
-    return Verdict(Category.RULE_CHANGED, f"today's rule: {now}; the rule it was measured under: {then}")
+def rule_changed(now: Verdict, then: str, what: str = "") -> Verdict:
+    """A verdict whose claim text or rule (``what``: which, where known) changed after its data was measured: both
+    verdicts, decided by neither (a run measured under today's rule decides it)."""
+    changed = f"; changed since: {what}" if what else ""
+    return Verdict(Category.RULE_CHANGED, f"today's rule: {now}; the rule it was measured under: {then}{changed}")
 
 
 def unstable(now: Verdict, other: str) -> Verdict:

@@ -117,6 +117,10 @@ class Distributed(harness.Experiment[DistributedParams, Inputs]):
     """The experiment, for the harness (:class:`repro.core.harness.Experiment`)."""
 
     name = NAME
+    # what the model rows' verdicts read beside the run (repro.core.judgecode): the analytic model, the hardware it is
+    # given, and the published measurements its 80 % interval comes from
+    judge_data = ("predict/measurements.csv", "predict/measurements_extra.csv", "predict/hardware.yaml",
+                  "predict/links.yaml", "predict/perfmodel.py", "predict/loso.py")
 
     def preflight(self, p: DistributedParams) -> preflight.Own:
         """The scheduler where the launcher is SLURM (its partition, usable nodes, GPUs per node)."""

@@ -1,0 +1,129 @@
+"""The judge's code is part of the rule a run is measured under (issue 55, item 1): a change of it after the data
+is flagged *rule changed after the data*, like a changed claim; a reworded docstring is not."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from test_toy_experiment import toy_package
+
+from repro.core import claims, harness, judgecode
+from repro.core import verdicts as V
+
+CLAIM = dict(id="acc", paper="p", text="accuracy is 0.9", paper_value="0.9", source="s", evidence="t",
+             check="within", reference=0.9, tolerance=0.02, tolerance_source="our judgement", stochastic=True,
+             counterfactual="an accuracy of 0.8 (tests/unit/test_judge_code.py)")
+
+
+def test_a_digest_of_code_sees_a_threshold_and_not_a_docstring_or_a_comment():
+    code = 'def tie(x):\n    """Within the tie band."""\n    return abs(x) < 0.5  # the band\n'
+    assert judgecode.code_digest(code) == judgecode.code_digest(code.replace("Within the tie band.", "Inside it."))
+    assert judgecode.code_digest(code) == judgecode.code_digest(code.replace("# the band", "# moved nothing"))
+    assert judgecode.code_digest(code) != judgecode.code_digest(code.replace("0.5", "0.6"))
+
+
+def test_the_judging_code_of_an_experiment_is_its_verdict_modules_and_what_they_import():
+    mods = judgecode.judge_modules(harness.experiment("staleness"))
+    assert {"repro.experiments.staleness.verdicts", "repro.experiments.staleness.undecided"} <= set(mods)
+    assert not any(m.endswith("paramtypes") for m in mods)  # generated from profile.yaml: parameters, not rules
+    keys = judgecode.digests(harness.experiment("distributed"))
+    assert "src/repro/experiments/distributed/experiment.py::judge" in keys
+    assert "src/repro/experiments/distributed/modelinterval.py" in keys
+    assert any(k.startswith("model:") and k.endswith("measurements.csv") for k in keys)  # the interval's data
+
+
+def test_a_judge_code_change_after_the_data_is_flagged():
+    claim = claims.Claim.model_validate(CLAIM)
+    m = claims.Measured(ours="0.91", value=0.91, runs=2)
+    then = {"src/x/verdicts.py": "aaaa", "model:src/x/measurements.csv": "m1"}
+    under = {"digests": {"acc": claim.digest()}, "verdicts": {"acc": "reproduced (x)"}, "code": then}
+    assert claims.row(claim, m, under, dict(then))["category"] == "reproduced"  # the same code: it stands
+    moved = claims.row(claim, m, under, {**then, "src/x/verdicts.py": "bbbb"})
+    assert moved["category"] == V.Category.RULE_CHANGED.value
+    assert "changed since: the judge's code (verdicts.py)" in moved["verdict"]
+    assert "measured under: reproduced (x)" in moved["verdict"]
+    # the model's data counts for model rows only; a run that recorded no code is flagged as such
+    other_data = {**then, "model:src/x/measurements.csv": "m2"}
+    assert claims.row(claim, m, under, other_data)["category"] == "reproduced"
+    model = claims.Measured(ours="1.2", value=0.91, basis="model", runs=0)
+    assert claims.row(claim, model, under, other_data)["category"] == V.Category.RULE_CHANGED.value
+    assert claims.row(claim, model, under, dict(then))["category"] == "consistent"
+    no_record = claims.row(claim, m, {**under, "code": None}, dict(then))
+    assert no_record["category"] == V.Category.RULE_CHANGED.value and "recorded no digest of it" in no_record["verdict"]
+    # judged while measuring: today's code by definition
+    assert claims.row(claim, m, None, {**then, "src/x/verdicts.py": "bbbb"})["category"] == "reproduced"
+
+
+JUDGE_MODULE = '''\
+"""The toy's judge."""
+from repro.core import claims
+
+SHIFT = 0.0  # a threshold written in code
+
+
+def measurements(flips):
+    mean = float(flips["heads"].mean()) + SHIFT
+    return {"fair": claims.Measured(f"{mean:.3f}", value=mean, runs=len(flips))}
+'''
+EXPERIMENT = '''\
+"""A toy experiment: flip a coin."""
+import numpy as np
+import pandas as pd
+
+from repro.core import harness
+from repro.experiments.toy import verdicts
+
+
+class Toy(harness.Experiment):
+    name = "toy"
+
+    def prepare(self, p):
+        return None
+
+    def measure(self, run, p, inputs):
+        rows = [{"seed": s, "heads": float(np.random.default_rng(s).integers(0, 2, p.flips).mean())}
+                for s in p.seeds]
+        return harness.Output({"flips": pd.DataFrame(rows)})
+
+    def judge(self, result):
+        return verdicts.measurements(result.tables["flips"])
+
+    def verdict_views(self, result, measured, ledger):
+        return harness.Output({})
+
+
+EXPERIMENT = Toy()
+run = harness.entry(EXPERIMENT)
+'''
+RUN = """\
+import json
+from repro.experiments.toy import experiment as toy
+print(json.dumps(str(toy.run("smoke").run_dir)))
+"""
+REJUDGE = """\
+import json, sys
+from repro.core import harness
+ledger, _ = harness.rejudge_run(sys.argv[1])
+print(json.dumps(ledger.to_dict("records")))
+"""
+
+
+def _py(script: str, env: dict, *args: str):
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_stored_run_rejudged_after_its_judge_code_moved_reads_rule_changed(tmp_path):
+    folder, env = toy_package(tmp_path, EXPERIMENT, verdicts=JUDGE_MODULE)
+    env["REPRO_SKIP_CHECK"] = "1"
+    run_dir = _py(RUN, env)
+    record = json.loads((Path(run_dir) / "provenance.json").read_text())["claims_measured_under"]
+    assert "src/repro/experiments/toy/verdicts.py" in record["code"]  # recorded when the run started
+    (folder / "verdicts.py").write_text(JUDGE_MODULE.replace("The toy's judge.", "The toy's judge, reworded."))
+    assert _py(REJUDGE, env, run_dir)[0]["category"] == "reproduced"  # a docstring is not a rule
+    (folder / "verdicts.py").write_text(JUDGE_MODULE.replace("SHIFT = 0.0", "SHIFT = 0.001"))
+    row = _py(REJUDGE, env, run_dir)[0]
+    assert row["category"] == "rule changed after the data", row["verdict"]
+    assert "the judge's code (verdicts.py)" in row["verdict"] and "measured under: reproduced" in row["verdict"]
