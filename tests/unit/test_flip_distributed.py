@@ -121,7 +121,9 @@ def test_the_unperturbed_profile_gives_the_published_model_row(monkeypatch):
     pred = modelbasis.paper_scale(tp, 1, real=True, profiles={TOPOLOGY: hardware.load(TOPOLOGY)})
     m = verdicts.model_finding("model_ring_scaling", pred, val, external)
     published = pd.read_csv(_latest("emulated") / "ledger.csv").set_index("id").loc["model_ring_scaling"]
-    assert claims.row(claims.load(EXPERIMENT)["model_ring_scaling"], m)["verdict"] == published["verdict"]
+    today = claims.row(claims.load(EXPERIMENT)["model_ring_scaling"], m)["verdict"]
+    flagged = "rule changed after the data (today's rule: "  # the judge's code moved since the run (issue 55)
+    assert published["verdict"] == today or published["verdict"].startswith(f"{flagged}{today}; the rule it was")
     if m.gate is not None:
         assert m.gate.category.value == "not comparable" and "80 % interval" in m.gate.detail
     monkeypatch.setattr(loso, "interval", lambda *_: NARROW)
