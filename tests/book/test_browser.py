@@ -101,6 +101,21 @@ def check_site(driver, html_dir: Path, base: str, shots: Path) -> dict:
     return {"pages": len(pages), "links": links_checked}
 
 
+SCREEN_HEIGHT = 800  # a reader's 1280 x 800 laptop screen
+
+
+def _summary_bottom(driver, url: str) -> float:
+    """Where the front page's per-paper summary (the first table after the bottom line's heading) ends, in px from
+    the top of the page at 1280 px wide: the bottom line and the summary are what a reader must see first."""
+    driver.get(url)
+    return driver.execute_script("""
+        const h = Array.from(document.querySelectorAll('h2')).find(e => e.textContent.includes('The bottom line'));
+        if (!h) return 1e9;
+        const sec = h.closest('section') || h.parentElement;
+        const t = sec.querySelector('table');
+        return t ? t.getBoundingClientRect().bottom + window.scrollY : 1e9;""")
+
+
 @pytest.mark.slow
 def test_smoke_book_in_a_browser(browser, smoke_runs, tmp_path, serve):
     index = book.build("smoke", out=tmp_path / "book", results_dir=smoke_runs["root"], quiet=True)
@@ -116,7 +131,9 @@ def test_smoke_book_in_a_browser(browser, smoke_runs, tmp_path, serve):
 def test_published_book_in_a_browser(browser, tmp_path, serve):
     profile = book.default_published_profile()  # the repository carries published runs: none is a failure
     index = book.build(profile, out=tmp_path / "published", results_dir=book.published_root(), quiet=True)
-    check_site(browser, index.parent, serve(index.parent), SCREENSHOTS / f"published-{profile}")
+    base = serve(index.parent)
+    check_site(browser, index.parent, base, SCREENSHOTS / f"published-{profile}")
+    assert _summary_bottom(browser, base + "book/intro.html") <= 2 * SCREEN_HEIGHT  # issue 55: two screens
     front = (index.parent / "book" / "intro.html").read_text(encoding="utf-8")
     total = int(re.search(r"<strong>(\d+) statements</strong> of the papers are judged here", front).group(1))
     assert total >= 40  # every chapter's statements, not a stub
