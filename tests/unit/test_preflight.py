@@ -47,7 +47,7 @@ def test_a_blocked_preflight_stops_the_run_before_prepare(bare, monkeypatch):
 
     monkeypatch.setattr(optimizers.EXPERIMENT.__class__, "prepare",
                         lambda self, p: pytest.fail("prepare ran after a blocked preflight"))
-    with pytest.raises(preflight.PreflightFailed, match="data: dataset 'cifar10' is not here"):
+    with pytest.raises(preflight.PreflightFailed, match="dataset 'cifar10' is not here and REPRO_OFFLINE is set"):
         harness.run(optimizers.EXPERIMENT, "smoke", {"dataset": "cifar10"})
     monkeypatch.setenv(preflight.SKIP_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="prepare ran"):
@@ -66,3 +66,14 @@ def test_the_forecast_follows_the_protocol_gate_and_the_runs():
     two = preflight.forecast("optimizers", True, "", 2)
     one = preflight.forecast("optimizers", True, "", 1)
     assert two.ok and "adam_best" in two.detail and not one.ok and "need 2 or more" in one.detail
+
+
+def test_a_lone_missing_piece_refuses_with_its_own_error_and_several_are_listed():
+    drained = preflight.Item("scheduler", False, "SLURM: node n3 is drained", "salloc", error="SLURM node n3 is drained")
+    no_gpu = preflight.Item("devices", False, "no GPU", "a GPU")
+    rep = preflight.Report("distributed", "paper", [preflight.Item("disk", True, "9 GiB free"), drained])
+    assert preflight.refusal(rep) == "SLURM node n3 is drained"  # what a run said before it had a preflight
+    rep.items.append(no_gpu)
+    both = preflight.refusal(rep)
+    assert both.startswith("distributed --profile paper cannot start: scheduler: SLURM: node n3 is drained")
+    assert "devices: no GPU (get it: a GPU)" in both and "\n" not in both

@@ -454,8 +454,8 @@ def preflight_item(tasks: int):
         where, listed = _nodes()
         gres = _slurm("sinfo", "-h", "-o", "%G", check=False).split()
     except ClusterUnavailable as exc:
-        return _pf.Item("scheduler", False, f"SLURM: {exc}", "a SLURM login node with a partition of GPU "
-                                                                    "nodes (SBATCH_PARTITION), or salloc")
+        return _pf.Item("scheduler", False, f"SLURM: {exc}", "a SLURM login node with a partition of GPU nodes "
+                        "(SBATCH_PARTITION), or salloc", error=str(exc))
     gpus = ", ".join(sorted(set(g for g in gres if g and g != "(null)"))) or "no GPUs listed (sinfo %G)"
     return _pf.Item("scheduler", True, f"SLURM {where}: {nodes} of {len(listed)} nodes usable for {tasks} "
                                              f"tasks; GPUs per node: {gpus}")

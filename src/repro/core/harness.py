@@ -161,9 +161,7 @@ def check(exp: Experiment, p: Params, profile: str, root: Path | None = None,
                            root or results.results_root(), probe)
     print(rep.text(), flush=True)
     if rep.blocked:
-        raise preflight.PreflightFailed(f"{exp.name} --profile {profile} cannot start: "
-                                        + "; ".join(f"{i.what}: {i.detail}" + (f" (get it: {i.how})" if i.how else "")
-                                                    for i in rep.blocked) + f" (or set {preflight.SKIP_ENV}=1)")
+        raise preflight.PreflightFailed(preflight.refusal(rep))
     return rep
 
 

@@ -38,6 +38,7 @@ class Item:
     detail: str
     how: str = ""
     blocks: bool = True  # where not ok: the run cannot start (else a warning)
+    error: str = ""  # the one-line error this missing piece raises when it is the only one (as without a preflight)
 
 
 @dataclass
@@ -59,6 +60,17 @@ class Report:
         lines.append(f"  => cannot start: {', '.join(i.what for i in self.blocked)} missing" if self.blocked
                      else "  => ready to run")
         return "\n".join(lines)
+
+
+def refusal(rep: "Report") -> str:
+    """The one line a blocked run stops with: a lone missing piece's own error where it has one (the message a run
+    gave before it had a preflight), else every missing piece with how to get it."""
+    blocked = rep.blocked
+    if len(blocked) == 1 and blocked[0].error:
+        return blocked[0].error
+    return (f"{rep.experiment} --profile {rep.profile} cannot start: "
+            + "; ".join(f"{i.what}: {i.detail}" + (f" (get it: {i.how})" if i.how else "") for i in blocked)
+            + f" (or set {SKIP_ENV}=1)")
 
 
 def skipped() -> bool:

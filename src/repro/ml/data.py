@@ -142,8 +142,7 @@ def _from_files(spec: archives.Spec, stand_in: str) -> tuple:
     found = archives.locate(spec)
     if found is None:
         if _offline():
-            raise DatasetUnavailable(f"dataset '{spec.name}' is not here and REPRO_OFFLINE is set (looked in "
-                                     f"{_looked_in()}): {archives.how_to_get(spec)}; or use {stand_in}")
+            raise DatasetUnavailable(_missing_offline(spec, stand_in))
         try:
             found = archives.fetch(spec)
         except (OSError, ValueError) as exc:
@@ -154,6 +153,11 @@ def _from_files(spec: archives.Spec, stand_in: str) -> tuple:
     copy, record = found
     xtr, ytr, xte, yte = archives.read(copy)
     return xtr, ytr, xte, yte, f"{spec.archive} ({copy.where}: {copy.path})", None, {"files": record}
+
+
+def _missing_offline(spec: archives.Spec, stand_in: str) -> str:
+    return (f"dataset '{spec.name}' is not here and REPRO_OFFLINE is set (looked in {_looked_in()}): "
+            f"{archives.how_to_get(spec)}; or use {stand_in}")
 
 
 def _looked_in() -> str:
@@ -384,7 +388,8 @@ def preflight_item(name: str) -> preflight.Item:
         if found is None:
             later = "" if _offline() else f"; the run downloads it first from {archives.source_url(spec)}"
             return preflight.Item("data", False, f"dataset '{name}' is not here (looked in {_looked_in()}){later}",
-                                  f"{archives.how_to_get(spec)}; or use {STAND_INS[name]}", blocks=_offline())
+                                  f"{archives.how_to_get(spec)}; or use {STAND_INS[name]}", blocks=_offline(),
+                                  error=_missing_offline(spec, STAND_INS[name]))
         copy, rec = found
         state = "verified against the published checksum" if rec["verified"] else rec["reason"]
         return preflight.Item("data", True, f"{name}: {copy.path} ({copy.where}, {copy.layout}), {state} "
