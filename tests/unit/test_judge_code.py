@@ -127,3 +127,15 @@ def test_a_stored_run_rejudged_after_its_judge_code_moved_reads_rule_changed(tmp
     row = _py(REJUDGE, env, run_dir)[0]
     assert row["category"] == "rule changed after the data", row["verdict"]
     assert "the judge's code (verdicts.py)" in row["verdict"] and "measured under: reproduced" in row["verdict"]
+
+
+def test_a_code_digest_is_the_same_on_every_python():
+    """Pinned: the lent GPU machine runs Python 3.12, this machine 3.11; ``ast.dump`` differs between them (3.12's
+    ``type_params``), which once made a run measured there read *rule changed* here. The same digest on 3.10-3.13
+    (checked with pyenv's interpreters on 2026-11-28)."""
+    from repro.core import judgecode
+
+    source = 'def f(x, *, y=2):\n    """doc"""\n    return x + y  # c\n\nclass A:\n    t = f"{1:>3}"\n'
+    pinned = "c1:1956b602b2668b30"
+    assert judgecode.code_digest(source) == pinned
+    assert judgecode.current_scheme({"a.py": pinned}) and not judgecode.current_scheme({"a.py": "0123456789abcdef"})

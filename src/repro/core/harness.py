@@ -300,7 +300,8 @@ def recovered(run_dir: Path, record: dict, code: dict) -> dict:
     under = dict(record.get(MEASURED_UNDER) or {})
     if MEASURED_UNDER not in record and (found := history.recover(run_dir)) is not None:
         under = found
-    if under and "code" not in under and (then := history.recover_code(run_dir, code)) is not None:
+    stale = "code" in under and not judgecode.current_scheme(under["code"])  # digested the earlier way
+    if under and ("code" not in under or stale) and (then := history.recover_code(run_dir, code)) is not None:
         under["code"] = then
         under["code_source"] = "recovered from git: the judging code at the run's commit"
     if under == (record.get(MEASURED_UNDER) or {}):

@@ -93,7 +93,9 @@ def recover_code(run_dir: Path, keys, root: Path | None = None) -> dict | None:
 
 
 def _code_at(record: dict, keys, root: Path) -> dict | None:
-    commit = (record.get("git") or {}).get("commit")
+    git = record.get("git") or {}
+    # a run on a lent machine names the commit it ran (carried_commit) beside an older checkout's dirty commit
+    commit = git.get("carried_commit") or git.get("commit")
     if not commit or _git(root, "cat-file", "-e", f"{commit}^{{commit}}") is None:
         return None
     return judgecode.at_commit(root, commit, keys)

@@ -48,10 +48,38 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+SCHEME = "c1:"  # the prefix of digests made by :func:`canonical` (earlier records hashed ``ast.dump``: no prefix)
+
+
+def canonical(node) -> str:
+    """A syntax tree as text that every Python 3.10+ writes alike: each node's fields by name, leaving out those
+    that are empty or None (``ast.dump`` differs between versions: 3.12 added ``type_params``, so the same file
+    digested on the lent machine's 3.12 and this machine's 3.11 read as changed code)."""
+    if isinstance(node, ast.AST):
+        fields = [f"{f}={canonical(v)}" for f in node._fields
+                  if (v := getattr(node, f, None)) is not None and not (isinstance(v, list) and not v)]
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(canonical(x) for x in node) + "]"
+    return repr(node)
+
+
 def code_digest(source: str) -> str:
-    """Python source as 16 hex digits of its syntax tree without docstrings (comments and layout do not count)."""
+    """Python source as 16 hex digits of its syntax tree without docstrings (comments and layout do not count),
+    the same on every Python version (:func:`canonical`)."""
     tree = _strip_docstrings(ast.parse(textwrap.dedent(source)))
-    return hashlib.sha256(ast.dump(tree).encode("utf-8")).hexdigest()[:16]
+    return SCHEME + hashlib.sha256(canonical(tree).encode("utf-8")).hexdigest()[:16]
+
+
+def current_scheme(recorded: dict | None) -> bool:
+    """Whether ``recorded`` code digests were made the way :func:`code_digest` makes them today (a record of the
+    earlier scheme is recovered again from git at its run's commit, not compared)."""
+    return bool(recorded) and all(not _is_code_key(k) or str(v).startswith(SCHEME) or v == ABSENT
+                                  for k, v in recorded.items())
+
+
+def _is_code_key(key: str) -> bool:
+    return not key.startswith(MODEL) or key.endswith(".py")
 
 
 def data_digest(data: bytes) -> str:
