@@ -77,3 +77,15 @@ def test_a_lone_missing_piece_refuses_with_its_own_error_and_several_are_listed(
     both = preflight.refusal(rep)
     assert both.startswith("distributed --profile paper cannot start: scheduler: SLURM: node n3 is drained")
     assert "devices: no GPU (get it: a GPU)" in both and "\n" not in both
+
+
+def test_a_slurm_client_that_fails_is_a_missing_scheduler_not_a_crash(monkeypatch):
+    from repro.cluster import slurm
+    from repro.cluster.spec import ClusterRunFailed
+
+    def failing(*args, **kw):
+        raise ClusterRunFailed("'sinfo -h' failed: sinfo: fatal: Could not establish a configuration source")
+
+    monkeypatch.setattr(slurm, "_slurm", failing)
+    item = slurm.preflight_item(4)
+    assert (item.what, item.ok, item.blocks) == ("scheduler", False, True) and "configuration source" in item.error

@@ -453,7 +453,7 @@ def preflight_item(tasks: int):
         nodes = preflight(tasks)
         where, listed = _nodes()
         gres = _slurm("sinfo", "-h", "-o", "%G", check=False).split()
-    except ClusterUnavailable as exc:
+    except (ClusterUnavailable, ClusterRunFailed) as exc:  # no SLURM, no usable node, or a client that fails
         return _pf.Item("scheduler", False, f"SLURM: {exc}", "a SLURM login node with a partition of GPU nodes "
                         "(SBATCH_PARTITION), or salloc", error=str(exc))
     gpus = ", ".join(sorted(set(g for g in gres if g and g != "(null)"))) or "no GPUs listed (sinfo %G)"
