@@ -74,8 +74,9 @@ def code_digest(source: str) -> str:
 def current_scheme(recorded: dict | None) -> bool:
     """Whether ``recorded`` code digests were made the way :func:`code_digest` makes them today (a record of the
     earlier scheme is recovered again from git at its run's commit, not compared)."""
-    return bool(recorded) and all(not _is_code_key(k) or str(v).startswith(SCHEME) or v == ABSENT
-                                  for k, v in recorded.items())
+    if not recorded:
+        return False
+    return all(not _is_code_key(k) or str(v).startswith(SCHEME) or v == ABSENT for k, v in recorded.items())
 
 
 def _is_code_key(key: str) -> bool:
