@@ -40,9 +40,15 @@ def test_a_rule_changed_after_the_data_is_flagged_with_both_verdicts():
     # undecided then and now: nothing to flag
     undecided = {"digests": {"acc": then.digest()}, "verdicts": {"acc": "not comparable (x)"}}
     assert claims.row(_claim(text="accuracy is 0.9 and more"), gated, undecided)["category"] == "not comparable"
-    # the papers' own numbers are not data of ours: no flag
+    # the papers' own numbers are judged under a rule too (issue 55): one changed after them is flagged
     eq = claims.Measured(ours="0.87", value=0.87, basis="equations")
-    assert claims.row(_claim(tolerance=0.05), eq, under)["category"] == "consistent"
+    assert claims.row(_claim(tolerance=0.05), eq, under)["category"] == "rule changed after the data"
+    # and a run with new data of its own judges them under the rule of the run that first judged them
+    first = {"acc": {**under, "first_judged_in": "run-a"}}
+    moved = claims.row(_claim(tolerance=0.05), eq, None, first=first)
+    assert moved["category"] == "rule changed after the data" and "run-a first judged" in moved["verdict"]
+    assert claims.row(then, eq, None, first=first)["category"] == "inconsistent"  # the same rule: it stands
+    assert claims.row(_claim(tolerance=0.05), m, None, first=first)["category"] == "reproduced"  # our data: its own
 
 
 def test_a_digest_reads_an_older_claims_file_and_ignores_fields_this_checkout_lost():

@@ -17,13 +17,13 @@ def _git(root, *args):
                    capture_output=True)
 
 
-def _run(root, name, started, digest, flips):
+def _run(root, name, started, digest, flips, code=CODE):
     d = root / "published" / "cpu" / "toy" / name
     d.mkdir(parents=True)
     (d / "flips.csv").write_text(flips)
     (d / "ledger.csv").write_text("id,verdict\nacc,differs (x)\n")
     record = {"experiment": "toy", "status": "complete", "started_at": started,
-              "claims_measured_under": {"digests": {"acc": digest}, "verdicts": {"acc": "differs (x)"}, "code": CODE}}
+              "claims_measured_under": {"digests": {"acc": digest}, "verdicts": {"acc": "differs (x)"}, "code": code}}
     (d / "provenance.json").write_text(json.dumps(record))
     return d, record
 
@@ -56,3 +56,27 @@ def test_a_byte_identical_rerun_does_not_clear_a_flag(tmp_path):
     _git(tmp_path, "commit", "-qm", "run B")
     assert history.first_seen(rec_a, "A", history.data_blobs(a, ["flips.csv"]), CODE, tmp_path) is None
     assert history.first_seen(record, "B", history.data_blobs(b, ["flips.csv"]), CODE, tmp_path) is not None
+
+
+def test_the_papers_numbers_are_judged_under_the_rule_of_their_first_judgement(tmp_path):
+    """A row on the paper's own numbers (basis equations): whatever else a later run measured, the rule it stands
+    under is the one of the earliest published run that judged it (``history.first_judged``)."""
+    older = claims.Claim.model_validate({**CLAIM, "tolerance": 0.02})
+    today = claims.Claim.model_validate({**CLAIM, "tolerance": 0.05})
+    _git(tmp_path, "init", "-q")
+    code = {"src/repro/experiments/toy/verdicts.py": "c1:c0de"}  # recorded the way judgecode digests today
+    a, _ = _run(tmp_path, "A", "2026-01-01T00:00:00", older.digest(), "seed,acc\n0,0.87\n", code)
+    (a / "ledger.csv").write_text("id,verdict,basis\nacc,inconsistent (x),equations\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "run A")
+    _run(tmp_path, "B", "2026-02-01T00:00:00", today.digest(), "seed,acc\n0,0.99\n", code)  # new data of its own
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "run B")
+    first = history.first_judged("toy", code, tmp_path)
+    assert first["acc"]["first_judged_in"] == "A" and first["acc"]["verdicts"]["acc"] == "inconsistent (x)"
+    eq = claims.Measured(ours="0.87", value=0.87, basis="equations")
+    row = claims.row(today, eq, None, code, first)
+    assert row["category"] == "rule changed after the data" and "run A first judged" in row["verdict"], row["verdict"]
+    assert claims.row(older, eq, None, code, first)["category"] == "inconsistent"  # the rule of then: it stands
+    moved = {"src/repro/experiments/toy/verdicts.py": "c1:c0de2"}  # the judge's code changed since
+    assert claims.row(older, eq, None, moved, first)["category"] == "rule changed after the data"

@@ -122,6 +122,28 @@ def _flagged(rows: pd.DataFrame, category: V.Category) -> pd.DataFrame:
     return rows[rows["category"] == category.value]
 
 
+_NOW, _THEN = "today's rule: ", "; the rule it was measured under: "  # V.rule_changed's two verdicts
+
+
+def _side(text: str) -> str:
+    """A verdict's outcome: agrees (with the paper), disagrees, or undecided."""
+    cat = next((c for c in sorted(V.Category, key=lambda c: len(c.value), reverse=True)
+                if text.strip().startswith(c.value)), None)
+    if cat is None or cat not in V.DECISIVE:
+        return "undecided"
+    return "agrees" if cat.value in S.AGREES else "disagrees"
+
+
+def same_outcome(verdict: str) -> bool:
+    """Whether a *rule changed after the data* verdict gives today the outcome it gave under the rule of its data
+    (the rule moved, the outcome did not)."""
+    detail = V.parse(str(verdict)).detail
+    if not detail.startswith(_NOW) or _THEN not in detail:
+        return False
+    now, then = detail[len(_NOW):].split(_THEN, 1)
+    return _side(now) == _side(then) != "undecided"
+
+
 def evidence_line(decided: pd.DataFrame) -> str:
     """Decided statements per kind of evidence, on one line: how many, how many agree with the paper."""
     parts = []
@@ -168,6 +190,9 @@ def bottom_line(st: pd.DataFrame, rows: pd.DataFrame) -> str:
         lines += [f"- {_disagrees(r)}" for r in against.itertuples()] + [""]
     counted = "; ".join(f"**{cat.value}** {len(_flagged(rows, cat))} rows" for cat in (V.Category.RULE_CHANGED,
                                                                                        V.Category.UNSTABLE))
+    same = sum(same_outcome(v) for v in _flagged(rows, V.Category.RULE_CHANGED)["verdict"])
+    counted += (f" ({same} of them give today the outcome they gave under the rule of their data: the rule moved "
+                "after the data, the outcome did not)")
     both = int((st["state"] == S.CONFLICT).sum())
     lines.append(f"**Flagged, and not counted as decided**: {counted}; **{S.CONFLICT}** {both} statements "
                  "(each named below the statements).")

@@ -293,11 +293,14 @@ def tolerance_text(claim: Claim) -> str:
     return claim.tolerance_source or _ledger.NO_VALUE[0]
 
 
-def row(claim: Claim, m: Measured, under: dict | None = None, code: dict | None = None) -> dict:
+def row(claim: Claim, m: Measured, under: dict | None = None, code: dict | None = None,
+        first: dict | None = None) -> dict:
     """The ledger row of one claim and its measurement: :func:`compare`, then the basis rules
     (:func:`repro.core.verdicts.settle`), then :func:`measured_under`; a row with no value of ours has basis
     ``none``. ``under``: a stored run's record of the claims it was measured under (None while measuring);
-    ``code``: today's digests of the experiment's judging code (:func:`repro.core.judgecode.digests`)."""
+    ``code``: today's digests of the experiment's judging code (:func:`repro.core.judgecode.digests`); ``first``:
+    by claim id, the record of the run that first judged it on the paper's own numbers
+    (:func:`repro.core.history.first_judged`), which a row on basis ``equations`` is measured under."""
     nothing = m.basis == "none" or str(m.ours).strip() in _ledger.NO_VALUE
     basis, runs = ("none", 0) if nothing else (m.basis, m.runs)
     try:
@@ -310,6 +313,8 @@ def row(claim: Claim, m: Measured, under: dict | None = None, code: dict | None 
     if verdict.decisive and basis == "measured" and not claim.counterfactual.strip():
         raise ClaimsError(f"claim {claim.id!r}: a decisive verdict on basis measured needs claims.yaml's "
                           f"counterfactual (the run under which the other outcome would appear): {verdict}")
+    if basis == V.Basis.EQUATIONS and first and claim.id in first:  # the paper's numbers were seen at that run
+        under = first[claim.id]
     verdict = measured_under(claim, verdict, basis, under, code)
     return {"paper": claim.paper, "claim": claim.text, "paper_value": claim.paper_value, "ours": m.ours,
             "verdict": str(verdict), "category": verdict.category.value, "evidence": m.evidence or claim.evidence,
@@ -318,13 +323,14 @@ def row(claim: Claim, m: Measured, under: dict | None = None, code: dict | None 
             "paper_did": claim.paper_did or "", "stochastic": bool(claim.stochastic), "decisive": bool(claim.decisive)}
 
 
-FLAGGED_BASES = V.RUN_BASES | {V.Basis.MODEL}  # rows whose data is ours: a rule changed after it is flagged
+FLAGGED_BASES = V.RUN_BASES | {V.Basis.MODEL, V.Basis.EQUATIONS}  # a rule changed after any of them is flagged
 
 
 def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | None,
                    code: dict | None = None) -> V.Verdict:
-    """A verdict of our data (basis measured, emulated or model) that is decided now or was decided then stands
-    only when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id:
+    """A verdict of our data (basis measured, emulated or model) or of the paper's numbers (basis equations, measured
+    under the rule of the run that first judged them: :func:`row`'s ``first``) that is decided now or was decided
+    then stands only when the claim's digest is the one its run recorded when it measured (``under``: ``{"digests": {id:
     digest}, "verdicts": {id: verdict then}, "code": {file: digest}}``) and, where ``code`` (today's digests of the
     judging code, :mod:`repro.core.judgecode`) is given, so is the code that judges it; otherwise *rule changed
     after the data*, with the verdict it had then and what changed. ``under`` None: judged while measuring (the
@@ -336,7 +342,8 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
     if then == claim.digest() and moved == []:
         return verdict
     if not under.get("digests"):
-        before = "not recorded (the run stored no digest of its claims)"
+        said = (under.get("verdicts") or {}).get(claim.id)
+        before = f"{said + ', ' if said else ''}not recorded (the run stored no digest of its claims)"
     elif then is None:
         before = "none (the claim was added after the run measured)"
     else:
@@ -346,6 +353,8 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
     what = "the claim's text or rule" if then != claim.digest() else ""
     if under.get("same_data_as"):  # a rerun whose data an earlier run measured (repro.core.history.first_seen)
         what = ", ".join(filter(None, [what, f"since run {under['same_data_as']} measured the same data"]))
+    if under.get("first_judged_in"):  # the paper's numbers, judged first by that run (history.first_judged)
+        what = ", ".join(filter(None, [what, f"since run {under['first_judged_in']} first judged the paper's numbers"]))
     if moved is None:
         what = ", ".join(filter(None, [what, "the judge's code (the run recorded no digest of it)"]))
     elif moved:
@@ -362,16 +371,16 @@ def _decided(verdict_text: str) -> bool:
 
 
 def ledger(experiment: str, measured: dict[str, Measured], package: str = "repro.experiments",
-           under: dict | None = None, code: dict | None = None):
+           under: dict | None = None, code: dict | None = None, first: dict | None = None):
     """The experiment's ledger rows: every claim of its ``claims.yaml`` with what was measured for it
     (``under``: a stored run's record of the claims it was measured under; ``code``: today's digests of its judging
-    code; :func:`row`)."""
+    code; ``first``: the runs that first judged its claims on the paper's numbers; :func:`row`)."""
     claims = load(experiment, package)
     missing, unknown = set(claims) - set(measured), set(measured) - set(claims)
     if missing or unknown:
         raise ClaimsError(f"{experiment}: no measurement for claims {sorted(missing)}; "
                           f"measurements for unknown claims {sorted(unknown)}")
-    return _ledger.frame([row(claim, measured[cid], under, code) for cid, claim in claims.items()])
+    return _ledger.frame([row(claim, measured[cid], under, code, first) for cid, claim in claims.items()])
 
 
 def timing(experiment: str, package: str = "repro.experiments") -> set[str]:

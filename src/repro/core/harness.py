@@ -220,8 +220,10 @@ def same_data(exp: Experiment, run_dir: Path, record: dict, code: dict, views=()
 def _judge_into(exp: Experiment, run_: Run, result: Result) -> None:
     measured = judged(exp, result)
     run_.note(DATA, sorted(p.name for p in run_.dir.glob("*.csv")))  # only the measured tables exist yet
-    earlier = same_data(exp, run_.dir, run_.record, judgecode.digests(exp))
-    ledger = _claims.ledger(exp.name, measured, under=earlier, code=judgecode.digests(exp) if earlier else None)
+    code = judgecode.digests(exp)
+    earlier = same_data(exp, run_.dir, run_.record, code)
+    ledger = _claims.ledger(exp.name, measured, under=earlier, code=code,
+                            first=history.first_judged(exp.name, code))  # the paper's numbers: seen at their first run
     run_.note(MEASURED_UNDER, {**run_.record[MEASURED_UNDER], "verdicts": dict(zip(ledger["id"], ledger["verdict"]))})
     run_.write_csv("ledger", ledger)
     result.tables["ledger"] = ledger
@@ -325,10 +327,11 @@ def rejudge_run(run_dir: Path, git: dict | None = None) -> tuple[pd.DataFrame, l
     code = judgecode.digests(exp)
     result.provenance = recovered(run_dir, result.provenance, code)
     measured = judged(exp, result)
-    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code)
+    first = history.first_judged(exp.name, code)
+    ledger = _claims.ledger(exp.name, measured, under=result.provenance.get(MEASURED_UNDER, {}), code=code, first=first)
     views = exp.verdict_views(result, measured, ledger)
     if (earlier := same_data(exp, run_dir, result.provenance, code, views.tables)) is not None:
-        ledger = _claims.ledger(exp.name, measured, under=earlier, code=code)  # a rerun of data seen before
+        ledger = _claims.ledger(exp.name, measured, under=earlier, code=code, first=first)  # data seen before
         views = exp.verdict_views(result, measured, ledger)
     texts = {"ledger.csv": results.csv_text(ledger),
              **{f"{name}.csv": results.csv_text(df) for name, df in views.tables.items()}}

@@ -164,3 +164,72 @@ def first_seen(record: dict, name: str, blobs: dict[str, str], keys, root: Path 
     under["source"] = (f"its data is byte-identical to run {folder}'s (published at {commit[:12]}), measured "
                        "earlier: the rule that run was measured under")
     return under
+
+
+def _ledger_rows(root: Path, commit: str, folder: str) -> pd.DataFrame | None:
+    """The ``ledger.csv`` of a published run as the commit that added the run had it, or None."""
+    text = _git(root, "show", f"{commit}:{folder}/ledger.csv")
+    if not text:
+        return None
+    return pd.read_csv(io.StringIO(text), keep_default_na=False, dtype=str)
+
+
+def _ids(df: pd.DataFrame, root: Path, commit: str, experiment: str) -> list[str]:
+    """The claim id of each row of a ledger (older ledgers have no id column: matched by the claim's text as that
+    commit's ``claims.yaml`` wrote it; "" where none matches)."""
+    if "id" in df:
+        return list(df["id"])
+    text = _git(root, "show", f"{commit}:src/repro/experiments/{experiment}/claims.yaml") or ""
+    raw = [c for c in (yaml.safe_load(text) or {}).get("claims", []) if isinstance(c, dict) and "id" in c]
+    by_text = {str(c.get("text", "")): str(c["id"]) for c in raw}
+    if not by_text:  # claims kept elsewhere then (paperdata/*_claims.yaml): today's texts, where unchanged
+        by_text = {c.text: cid for cid, c in _claims.load(experiment).items()}
+    return [by_text.get(c, "") for c in df["claim"]]
+
+
+def _judged_on_paper(df: pd.DataFrame, ids: list[str]) -> dict[str, str]:
+    """Claim id -> verdict of a first ledger's rows that rest on the paper's own numbers (basis ``equations``; a
+    ledger older than the basis column: every decided row)."""
+    from repro.core import verdicts as V
+
+    def decided(text: str) -> bool:
+        try:
+            return V.category_of(text) in V.DECISIVE
+        except V.VerdictError:
+            return False
+    paper = (df["basis"] == "equations") if "basis" in df else df["verdict"].map(decided)
+    return {cid: v for cid, v, on in zip(ids, df["verdict"], paper) if cid and on}
+
+
+def first_judged(experiment: str, keys, root: Path | None = None) -> dict[str, dict]:
+    """For each claim of ``experiment`` that a published run ever judged on the paper's own numbers (basis
+    ``equations``; git's history of ``published/``, runs removed since included), the record of the earliest such
+    run: the claim's digest and verdict then, and the judging code (``keys``) at that run's commit. The paper's
+    numbers are data seen once and for all: a rerun, whatever else it measured, does not clear a flag that a rule
+    changed since that first judgement earned (:func:`repro.core.claims.measured_under`)."""
+    root = root or project_root()
+    if root is None:
+        return {}
+    root = root.resolve()
+    runs = []
+    for folder, commit in _published_runs(root, experiment):
+        record = json.loads(_git(root, "show", f"{commit}:{folder}/provenance.json") or "{}")
+        runs.append((str(record.get("started_at") or ""), folder, commit, record))
+    out: dict[str, dict] = {}
+    code_cache: dict[str, dict | None] = {}
+    for _, folder, commit, record in sorted(runs, key=lambda r: r[0]):
+        df = _ledger_rows(root, commit, folder)
+        judged = _judged_on_paper(df, _ids(df, root, commit, experiment)) if df is not None else {}
+        new = sorted(set(judged) - set(out))
+        if not new:
+            continue
+        under = dict(record.get(_MEASURED_UNDER) or _recover(record, root / folder / "ledger.csv", root) or {})
+        if folder not in code_cache:  # as the run recorded it, else from git at its commit
+            code_cache[folder] = (under["code"] if judgecode.current_scheme(under.get("code"))
+                                  else _code_at(record, keys, root))
+        for cid in new:
+            then = (under.get("digests") or {}).get(cid)
+            out[cid] = {"digests": {cid: then} if then else {}, "verdicts": {cid: judged[cid]},
+                        "code": code_cache[folder], "first_judged_in": Path(folder).name,
+                        "source": f"first judged on the paper's numbers in run {folder} (published at {commit[:12]})"}
+    return out
