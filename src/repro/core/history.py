@@ -166,14 +166,6 @@ def first_seen(record: dict, name: str, blobs: dict[str, str], keys, root: Path 
     return under
 
 
-def _ledger_rows(root: Path, commit: str, folder: str) -> pd.DataFrame | None:
-    """The ``ledger.csv`` of a published run as the commit that added the run had it, or None."""
-    text = _git(root, "show", f"{commit}:{folder}/ledger.csv")
-    if not text:
-        return None
-    return pd.read_csv(io.StringIO(text), keep_default_na=False, dtype=str)
-
-
 def _ids(df: pd.DataFrame, root: Path, commit: str, experiment: str) -> list[str]:
     """The claim id of each row of a ledger (older ledgers have no id column: matched by the claim's text as that
     commit's ``claims.yaml`` wrote it; "" where none matches)."""
@@ -201,35 +193,58 @@ def _judged_on_paper(df: pd.DataFrame, ids: list[str]) -> dict[str, str]:
     return {cid: v for cid, v, on in zip(ids, df["verdict"], paper) if cid and on}
 
 
+def _ledger_versions(root: Path, experiment: str) -> list[tuple[str, str]]:
+    """Every version of every published ledger of ``experiment`` that git has (``(commit, path)``), oldest first:
+    a run's ledger as it was published and as each later rejudge rewrote it."""
+    out = _git(root, "log", "--reverse", "--no-renames", "--format=C %H", "--name-only", "--",
+               f"published/*/{experiment}/*/ledger.csv") or ""
+    versions, commit = [], ""
+    for line in out.splitlines():
+        if line.startswith("C "):
+            commit = line[2:].strip()
+        elif line.strip():
+            versions.append((commit, line.strip()))
+    return versions
+
+
+def _rule_at(root: Path, commit: str, path: str, experiment: str, keys) -> dict:
+    """The rule a published ledger version was judged under: the run's own record where this version is the run's
+    first (it measured then), else the claims and judging code at the commit that rewrote it (a rejudge)."""
+    folder = str(Path(path).parent.as_posix())
+    record = json.loads(_git(root, "show", f"{commit}:{folder}/provenance.json") or "{}")
+    added = (_git(root, "log", "--diff-filter=A", "--format=%H", "--", path) or "").split()
+    if added and added[-1] == commit:
+        under = dict(record.get(_MEASURED_UNDER) or _recover(record, root / path, root) or {})
+        code = under["code"] if judgecode.current_scheme(under.get("code")) else _code_at(record, keys, root)
+        return {"digests": under.get("digests") or {}, "code": code}
+    text = _git(root, "show", f"{commit}:src/repro/experiments/{experiment}/claims.yaml")
+    return {"digests": _claims.digests_of_text(text) if text else {}, "code": judgecode.at_commit(root, commit, keys)}
+
+
 def first_judged(experiment: str, keys, root: Path | None = None) -> dict[str, dict]:
-    """For each claim of ``experiment`` that a published run ever judged on the paper's own numbers (basis
-    ``equations``; git's history of ``published/``, runs removed since included), the record of the earliest such
-    run: the claim's digest and verdict then, and the judging code (``keys``) at that run's commit. The paper's
-    numbers are data seen once and for all: a rerun, whatever else it measured, does not clear a flag that a rule
-    changed since that first judgement earned (:func:`repro.core.claims.measured_under`)."""
+    """For each claim of ``experiment`` that a published ledger ever judged on the paper's own numbers (basis
+    ``equations``; every version of every published ledger in git, runs removed since and rejudges included), the
+    rule of its earliest such judgement: the claim's digest and verdict then, and the judging code (``keys``) then.
+    The paper's numbers are data seen once and for all: a rerun, whatever else it measured, does not clear a flag
+    that a rule changed since that first judgement earned (:func:`repro.core.claims.measured_under`)."""
     root = root or project_root()
     if root is None:
         return {}
     root = root.resolve()
-    runs = []
-    for folder, commit in _published_runs(root, experiment):
-        record = json.loads(_git(root, "show", f"{commit}:{folder}/provenance.json") or "{}")
-        runs.append((str(record.get("started_at") or ""), folder, commit, record))
     out: dict[str, dict] = {}
-    code_cache: dict[str, dict | None] = {}
-    for _, folder, commit, record in sorted(runs, key=lambda r: r[0]):
-        df = _ledger_rows(root, commit, folder)
-        judged = _judged_on_paper(df, _ids(df, root, commit, experiment)) if df is not None else {}
-        new = sorted(set(judged) - set(out))
+    for commit, path in _ledger_versions(root, experiment):
+        text = _git(root, "show", f"{commit}:{path}")
+        if not text:
+            continue
+        df = pd.read_csv(io.StringIO(text), keep_default_na=False, dtype=str)
+        new = {k: v for k, v in _judged_on_paper(df, _ids(df, root, commit, experiment)).items() if k not in out}
         if not new:
             continue
-        under = dict(record.get(_MEASURED_UNDER) or _recover(record, root / folder / "ledger.csv", root) or {})
-        if folder not in code_cache:  # as the run recorded it, else from git at its commit
-            code_cache[folder] = (under["code"] if judgecode.current_scheme(under.get("code"))
-                                  else _code_at(record, keys, root))
-        for cid in new:
-            then = (under.get("digests") or {}).get(cid)
-            out[cid] = {"digests": {cid: then} if then else {}, "verdicts": {cid: judged[cid]},
-                        "code": code_cache[folder], "first_judged_in": Path(folder).name,
-                        "source": f"first judged on the paper's numbers in run {folder} (published at {commit[:12]})"}
+        rule = _rule_at(root, commit, path, experiment, keys)
+        name = Path(path).parent.name
+        for cid, verdict in new.items():
+            then = rule["digests"].get(cid)
+            out[cid] = {"digests": {cid: then} if then else {}, "verdicts": {cid: verdict}, "code": rule["code"],
+                        "first_judged_in": name,
+                        "source": f"first judged on the paper's numbers in run {name}'s ledger at {commit[:12]}"}
     return out
