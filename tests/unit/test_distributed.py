@@ -212,7 +212,9 @@ def test_judge_rederives_the_published_ledger():
     named = [inception.get(c, c) for c in old["claim"]]
     assert list(new["claim"])[:len(old)] == [reading.get(c, c) for c in named]  # newer rows come after
     audited = "inception_v4" in set(result.tables["table1"]["model"])
-    old_cats = [V.category_of(v) for v in old["verdict"]]
+    # a row flagged in the published ledger (rule changed after the data) is compared by today's rule's verdict
+    old_cats = [V.category_of(V.parse(v).detail.removeprefix("today's rule: "))
+                if V.category_of(v) is V.Category.RULE_CHANGED else V.category_of(v) for v in old["verdict"]]
     # fault tolerance: not comparable since the ring half is known to be true by construction (was partly);
     # the PS's extra data: not comparable since one PS carries N^2 / (2 (N - 1)) x a ring worker's bytes by
     # construction (was reproduced)

@@ -106,6 +106,14 @@ CASES = {
                            {("ps_async", "resnet50"): 105.0, ("ps_async", "vgg16"): 52.5}),
     "ps_efficiency": _pair("ps_efficiency", {("ps_sync", "resnet50"): 120.0, ("ps_sync", "vgg16"): 60.0},
                            {("ps_sync", "resnet50"): 195.0, ("ps_sync", "vgg16"): 95.0}),
+    # every PS mode below the ring at N = 2 (1.8 x BASE for all but ps at 1.2 x), or sync PS above it (1.95 x)
+    "ring_scales_best": _pair("ring_scales_best", {(m, model): 1.2 * b for m in ("ps_sync", "ps_async")
+                                                   for model, b in BASE.items()},
+                              {("ps_sync", "vgg16"): 1.95 * 50.0}),
+    # every method gains at N = 2 (1.8 x), or most lose (0.9 x one worker's)
+    "distribution_improved_most": _pair("distribution_improved_most", {},
+                                        {(m, model): 0.9 * b for m in ("ring", "ps_sync", "ps_async")
+                                         for model, b in BASE.items()}),
     "table1_vgg16": _table1("vgg16", (138.36, 30.94), (138.36, 15.5)),
     "table1_vgg19": _table1("vgg19", (143.67, 39.3), (120.0, 39.3)),
     "table1_resnet50": _table1("resnet50", (25.6, 10.1), (25.6, 7.7)),

@@ -161,3 +161,13 @@ def table1_top5() -> Measured:
     return Measured(NO, gate=V.not_testable(
         f"as printed: {printed}; no ImageNet accuracy is measured here (synthetic data, no ImageNet validation set, "
         "no trained weights) and the paper names no evaluation protocol"))
+
+
+def stated_conclusions() -> dict[str, Measured]:
+    """The conclusions' statements that no run measures (claims.yaml, why_not_decisive): what each would take."""
+    return {"ps_easier_to_deploy": Measured(NO, gate=V.not_testable(
+                "ease of deployment is not a quantity the paper or any run here measures (no setup time, steps or "
+                "failures of deployment are reported)")),
+            "choice_by_model_size": Measured(NO, gate=V.not_testable(
+                "advice, not a result: its measurable part (VGG16's scaling limited by the network) is vgg_worst's "
+                "and model_vgg_worst's; PCIe speed and GPU placement are varied by no run of the paper's or ours"))}
