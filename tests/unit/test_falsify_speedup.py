@@ -218,8 +218,10 @@ def _ratio(net: str, stated: float):
     return case
 
 
-CASES.update({f"t_comm_ratio_{net.lower()}": _ratio(net, stated)
-              for net, stated in (("GoogLeNet", 7), ("Resnet34", 27), ("VGG16E", 170))})
+CASES.update({"t_comm_ratio_googlenet": _ratio("GoogLeNet", 7)})
+# decisive: false (tests/unit/test_flip_speedup.py: over x0.2-x5 they hold on fewer than 5 % of the draws), still
+# shown with what Table 6.1 gives: the judge's outcome flips, the row decides nothing
+SHOWN = {"t_comm_ratio_resnet34": _ratio("Resnet34", 27), "t_comm_ratio_vgg16e": _ratio("VGG16E", 170)}
 
 
 @pytest.mark.parametrize("cid", sorted(CASES))
@@ -244,4 +246,9 @@ def _follows_parameters():
     return statements.follows_parameters(par, claim), statements.follows_parameters(slow, claim)
 
 
-CASES.update({"t_grad_similar": _t_grad_similar, "t_comm_follows_parameters": _follows_parameters})
+SHOWN.update({"t_grad_similar": _t_grad_similar, "t_comm_follows_parameters": _follows_parameters})
+
+
+@pytest.mark.parametrize("cid", sorted(SHOWN))
+def test_rows_shown_but_not_decisive_flip_before_their_gate(cid):
+    falsify.check_shown(EXPERIMENT, SHOWN, cid)
