@@ -187,10 +187,13 @@ def test_smoke_notebook_results(smoke_runs):
     assert t1.loc["vgg16", "ours_params_m"] == pytest.approx(138.357544)
     assert t1.loc["resnet50", "ours_params_m"] == pytest.approx(25.636712)
     assert t1.loc["vgg16", "ours_gflops"] == pytest.approx(30.94, abs=0.01)  # 15.47 G multiply-accumulates
-    # counted from the architecture: agreement is 'consistent' (like re-computed equations), never reproduced
-    assert t1.loc["vgg16", "verdict"].startswith("consistent") and t1.loc["vgg19", "verdict"].startswith("consistent")
-    # the paper's own numbers disagree with the architecture: inconsistent, with what was compared
-    assert t1.loc["resnet50", "verdict"].startswith("inconsistent (0.7716 outside [0.95, 1.05]; ours/paper: parameters 1.025")
+    # counted from the architecture, shown but not decisive (issue 55: a printed figure free to move x0.2-x5 lands in
+    # the 5 % band on none of 400 draws; claims.yaml): whether each agrees is said, with what was compared
+    for model in ("vgg16", "vgg19"):
+        assert t1.loc[model, "verdict"].startswith("not testable here (over each printed figure of its Table 1 row")
+        assert "; here it holds; ours/paper: parameters 1.00" in t1.loc[model, "verdict"]
+    assert t1.loc["resnet50", "verdict"].startswith("not testable here (over each printed figure of its Table 1 row")
+    assert "; here it does not hold; ours/paper: parameters 1.025" in t1.loc["resnet50", "verdict"]
     assert t1.loc["inception_v3", "verdict"].startswith("not comparable")
     if "inception_v4" in t1.index:  # built, not the stand-in: 42.7 M against the paper's 65 M
         assert t1.loc["inception_v4", "ours_params_m"] == pytest.approx(42.742984)

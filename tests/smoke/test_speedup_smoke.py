@@ -50,16 +50,17 @@ def test_smoke_notebook_writes_results(smoke_runs):
     # the thesis' equations on its own Table 6.1 inputs: consistent at most, never reproduced
     is_eq = (led["basis"] == "equations").to_numpy()
     eq = led[is_eq].set_index(claims.index[is_eq])
-    assert eq["category"].value_counts().to_dict() == {"consistent": 12, "inconsistent": 6, "not testable here": 5}
+    assert eq["category"].value_counts().to_dict() == {"consistent": 10, "inconsistent": 4, "not testable here": 9}
     assert set(eq.index[eq["category"] == "inconsistent"]) == {"resnet34_join_central_above_one", "t_comm_ratio_googlenet",
-                                                               "t_comm_ratio_resnet34", "t_comm_ratio_vgg16e",
                                                                "squeezenet_servers_equal", "estimates_found_ideal"}
-    # true of the equation forms for any inputs, or (the best configurations) for any t_comm < 4 t_grad
+    # true of the equation forms for any inputs, or (the best configurations) for any t_comm < 4 t_grad, or (issue
+    # 55) an outcome on fewer than 5 % of the flip sampler's draws over x0.2-x5 (tests/unit/test_flip_speedup.py)
     assert set(eq.index[eq["category"] == "not testable here"]) == {"distributed_never_worse_predicted",
                                                                     "one_worker_central_slower",
                                                                     "squeezenet_best_config", "googlenet_join_best",
-                                                                    "googlenet_async_best"}
-    assert {"t_grad_similar", "t_comm_follows_parameters"} <= set(eq.index[eq["category"] == "consistent"])
+                                                                    "googlenet_async_best", "t_comm_ratio_resnet34",
+                                                                    "t_comm_ratio_vgg16e", "t_grad_similar",
+                                                                    "t_comm_follows_parameters"}
     # the CPU runs stand in for the thesis' cluster: what they show is said, but it decides nothing either way
     cpu = claims[led["basis"].to_numpy() == "measured"]
     assert len(cpu) >= 3 and (cpu["verdict"] == [str(V.not_comparable(

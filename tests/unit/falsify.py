@@ -10,6 +10,7 @@ fails when a claim of ``claims.yaml`` that can be decisive has no case.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
@@ -30,6 +31,29 @@ def assert_flips(experiment: str, claim_id: str, if_true: claims.Measured, if_fa
     assert yes["category"] in HOLDS, f"{experiment}/{claim_id}: claim true, verdict {yes['verdict']!r}"
     assert no["category"] in FAILS, f"{experiment}/{claim_id}: claim false, verdict {no['verdict']!r}"
     assert yes["basis"] == no["basis"] != "none", (experiment, claim_id, yes["basis"], no["basis"])
+
+
+def as_decisive(claim: claims.Claim, m: claims.Measured) -> tuple[claims.Claim, claims.Measured]:
+    """A ``decisive: false`` claim and its measurement as its judge would decide them were it decisive: without the
+    gate that gives its reason (``not testable``, its ``why_not_decisive``), the outcome before that gate."""
+    if claim.decisive:
+        return claim, m
+    why = claim.why_not_decisive
+    if m.gate is not None and m.gate.category is V.Category.NOT_TESTABLE and m.gate.detail.startswith(why):
+        m = dataclasses.replace(m, gate=None)
+    return claim.model_copy(update={"decisive": True, "why_not_decisive": ""}), m
+
+
+def check_shown(experiment: str, cases: dict, claim_id: str) -> None:
+    """The test body of a case of a ``decisive: false`` claim whose row is still shown with what its judge computed
+    (``SHOWN``): the judge's outcome before the gate flips, and the row itself decides nothing either way."""
+    claim = claims.load(experiment)[claim_id]
+    assert not claim.decisive, claim_id
+    if_true, if_false = cases[claim_id]()
+    for m, want in ((if_true, HOLDS), (if_false, FAILS)):
+        assert claims.row(*as_decisive(claim, m))["category"] in want, (claim_id, m)
+        if m.gate is not None:
+            assert not m.gate.decisive, (claim_id, m.gate)
 
 
 def check(experiment: str, cases: dict, claim_id: str) -> None:

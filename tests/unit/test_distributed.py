@@ -175,11 +175,14 @@ def test_judge_on_a_hand_made_result(tmp_path):
     m3 = verdicts.fault_tolerance(two)
     assert "ring (MWMS): stopped with an error (1 of 2 trials), finished (1 of 2 trials)" in m3.ours
     assert m3.gate.category is V.Category.NOT_COMPARABLE
-    # Table 1: counted from the architecture (exact, one build): agreement is 'consistent', not reproduced
-    assert led.loc["table1_vgg16", "verdict"].startswith("consistent (ours/paper: parameters 1.003")
+    # Table 1: counted from the architecture (exact, one build), shown on basis equations but not decisive (a printed
+    # figure free to move x0.2-x5 lands in the band on none of 400 draws: claims.yaml, test_flip_distributed.py)
+    assert led.loc["table1_vgg16", "verdict"].startswith("not testable here (over each printed figure of its Table 1")
+    assert "; here it holds; ours/paper: parameters 1.003" in led.loc["table1_vgg16", "verdict"]
     assert (led.loc["table1_vgg16", "basis"], led.loc["table1_vgg16", "runs"]) == ("equations", 0)
-    # basis equations: a failing band is inconsistent, and the row says under which GFLOPs convention
-    assert led.loc["table1_resnet50", "category"] == "inconsistent"
+    # a band that fails: the row says so, and under which GFLOPs convention
+    assert led.loc["table1_resnet50", "category"] == "not testable here"
+    assert "; here it does not hold; ours/paper: parameters" in led.loc["table1_resnet50", "verdict"]
     assert led.loc["table1_resnet50", "verdict"].endswith(
         "Table 1 resnet50 GFLOPs (10) under the convention that gives VGG16's 30.9 (2 x multiply-accumulates) is 7.7)")
     # InceptionV4 as built (42.7 M, 24.5 GFLOPs) against the printed 65 M, 20 GFLOPs: both figures named
@@ -225,6 +228,9 @@ def test_judge_rederives_the_published_ledger():
             for c, cat, b in zip(old["claim"], old_cats, old["basis"])]
     want = [(V.Category.INCONSISTENT if audited else V.Category.NOT_MEASURED) if c in inception else w
             for c, w in zip(old["claim"], want)]
+    # Table 1's vgg16, vgg19 and resnet50 rows: decisive: false since their flip samplers (issue 55): not testable
+    not_decisive = {said[k].text for k in ("table1_vgg16", "table1_vgg19", "table1_resnet50")}
+    want = [V.Category.NOT_TESTABLE if reading.get(c, c) in not_decisive else w for c, w in zip(named, want)]
     assert [V.category_of(v) for v in new["verdict"]][:len(old)] == want
     same = [c not in inception for c in old["claim"]]
     assert list(new["ours"][:len(old)][same]) == list(old["ours"][same])

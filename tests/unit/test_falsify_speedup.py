@@ -218,8 +218,10 @@ def _ratio(net: str, stated: float):
     return case
 
 
-CASES.update({f"t_comm_ratio_{net.lower()}": _ratio(net, stated)
-              for net, stated in (("GoogLeNet", 7), ("Resnet34", 27), ("VGG16E", 170))})
+CASES.update({"t_comm_ratio_googlenet": _ratio("GoogLeNet", 7)})
+# decisive: false (tests/unit/test_flip_speedup.py: over x0.2-x5 they hold on fewer than 5 % of the draws), still
+# shown with what Table 6.1 gives: the judge's outcome flips, the row decides nothing
+SHOWN = {"t_comm_ratio_resnet34": _ratio("Resnet34", 27), "t_comm_ratio_vgg16e": _ratio("VGG16E", 170)}
 
 
 @pytest.mark.parametrize("cid", sorted(CASES))
@@ -227,6 +229,26 @@ def test_flips(cid):
     falsify.check(EXPERIMENT, CASES, cid)
 
 
-# §7.1's statements about Table 6.1's own spread (t_grad_similar, t_comm_follows_parameters) are decisive: false
-# since 2026-11-28 (issue 55: their bounds were set after the table had been read): no case.
+# --- §7.1's statements about Table 6.1's own spread (decisive: false since 2026-11-28, issue 55) -----------
 
+
+def _t_grad_similar():
+    claim, table = claims.load(EXPERIMENT)["t_grad_similar"], eq.table_6_1()
+    apart = table.assign(t_grad=np.where(table["network"] == "VGG16E", 0.5, table["t_grad"]))  # 0.821 / 0.5 = 1.64
+    return statements.t_grad_similar(table, claim), statements.t_grad_similar(apart, claim)
+
+
+def _follows_parameters():
+    claim = claims.load(EXPERIMENT)["t_comm_follows_parameters"]
+    run = PUBLISHED / (PUBLISHED / "LATEST").read_text().strip()
+    par = pd.read_csv(run / "parameters.csv")  # our builds' counts at 224 px and 256 classes, as the run stored them
+    slow = par.assign(t_comm=np.where(par["network"] == "VGG16E", 2 * par["t_comm"], par["t_comm"]))  # rate / 2
+    return statements.follows_parameters(par, claim), statements.follows_parameters(slow, claim)
+
+
+SHOWN.update({"t_grad_similar": _t_grad_similar, "t_comm_follows_parameters": _follows_parameters})
+
+
+@pytest.mark.parametrize("cid", sorted(SHOWN))
+def test_rows_shown_but_not_decisive_flip_before_their_gate(cid):
+    falsify.check_shown(EXPERIMENT, SHOWN, cid)

@@ -15,22 +15,24 @@ from repro.core import claims, paper
 from repro.experiments.cost_study import verdicts
 
 EXPERIMENT = "cost_study"
-DOMAIN = "each of cloudcost2017's reported inputs (paperdata/reported.csv) x0.2-x5, log-uniform, independently"
-SAMPLERS: dict = {}
-
 INPUTS = ("gpu_speedup_mnist_min", "gpu_speedup_mnist_max", "gpu_cost_ratio_mnist_min", "gpu_cost_ratio_mnist_max",
           "gpu_cost_saving_heavy_max", "gpu_reference_cpu_cores", "cost_optimal_cores_min", "cost_optimal_cores_max")
+DOMAIN = flip.Domain("each of cloudcost2017's reported inputs (paperdata/reported.csv) x0.2-x5, log-uniform, "
+                     "independently", INPUTS)
+DOMAINS: dict = {}
+SAMPLERS: dict = {}
 
 
 def _perturbed(rng: np.random.Generator) -> tuple[pd.DataFrame, dict[str, float]]:
     """The reported table with each of :data:`INPUTS` scaled by its own factor (a saving stays below 1)."""
-    reported = paper.reported().copy()
+    reported, draw = paper.reported().copy(), flip.Draw(DOMAIN, rng)
     drawn = {}
     for ident in INPUTS:
         at = (reported["paper"] == "cloudcost2017") & (reported["id"] == ident)
-        value = float(reported.loc[at, "value"].iloc[0]) * float(flip.scale(rng))
+        value = float(reported.loc[at, "value"].iloc[0]) * draw.factor(ident)
         drawn[ident] = min(value, 0.99) if ident == "gpu_cost_saving_heavy_max" else value
         reported.loc[at, "value"] = str(drawn[ident])
+    draw.check()
     return reported, drawn
 
 

@@ -313,9 +313,10 @@ def test_thesis_claims_on_the_thesis_predictions():
             assert meas.gate == V.not_testable(said[cid].why_not_decisive) and meas.basis == "none", cid
         elif said[cid].decisive:
             assert meas.basis == "equations" and meas.gate is None, cid
-        else:  # true of the equation forms for any inputs: shown, gated not testable with the claim's reason
-            assert meas.basis == "equations" and meas.gate == V.not_testable(said[cid].why_not_decisive
-                                                                              + "; here it holds"), cid
+        else:  # true of the equation forms for any inputs, or flips on fewer than 5 % of plausible inputs (the
+            # t_comm ratios that Table 6.1 misses): shown, gated not testable with the claim's reason
+            here = "; here it holds" if meas.holds else "; here it does not hold"
+            assert meas.basis == "equations" and meas.gate == V.not_testable(said[cid].why_not_decisive + here), cid
     for claim_id in ("vgg16e_below_one", "squeezenet_above_one", "squeezenet_split_central_best_4",
                      "squeezenet_best_config", "resnet34_split_below_one", "resnet34_async_central_below_one",
                      "googlenet_split_distributed_predicted_up", "distributed_never_worse_predicted",
@@ -392,11 +393,11 @@ def test_judge_gives_every_claim_a_ledger_row_from_the_tables_alone():
     assert row["verdict"].startswith("not comparable (the thesis' GPUs") and row["basis"] == "none"
     assert not ledger["verdict"].str.startswith("reproduced").any()
     eq_rows = ledger[ledger["basis"] == "equations"]
-    # 14 - vgg16e_sequential_best (merged) - 3 best-configuration rows (decisive: false) = 10; 5 +
-    # estimates_found_ideal = 6; 2 + the 3 best-configuration rows + t_grad_similar (decisive: false) = 6 (no
-    # parameters table: no follows row)
+    # 14 - vgg16e_sequential_best (merged) - 3 best-configuration rows (decisive: false) = 10 (t_grad_similar is
+    # decisive: false too, issue 55); 5 + estimates_found_ideal - the Resnet34 and VGG16E t_comm ratios = 4; 2 + the 3
+    # best-configuration rows + those two ratios + t_grad_similar = 8 (no parameters table: no follows row)
     assert len(eq_rows) == 22 and eq_rows["category"].value_counts().to_dict() == {
-        "consistent": 10, "inconsistent": 6, "not testable here": 6}
+        "consistent": 10, "inconsistent": 4, "not testable here": 8}
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -512,10 +513,11 @@ def test_judge_re_derives_the_published_cpu_ledger():
     ledger = claims_mod.ledger(speedup.NAME, speedup.EXPERIMENT.judge(result))
     published = pd.read_csv(runs[-1] / "ledger.csv", keep_default_na=False, dtype=str).set_index("claim")
     # issue 47: the three best-configuration rows that hold for any t_comm < 4 t_grad and the stated sync-split
-    # identity are not testable, and so (issue 55: bounds set after reading Table 6.1) are t_grad_similar and
-    # t_comm_follows_parameters; estimates_found_ideal inconsistent; squeezenet_split_accurate a CPU stand-in row
+    # identity are not testable; issue 55: so are t_grad_similar, t_comm_follows_parameters and the Resnet34 and
+    # VGG16E t_comm ratios (their flip samplers give an outcome on fewer than 5 % of the draws); estimates_found_ideal
+    # inconsistent; squeezenet_split_accurate a CPU stand-in row (not comparable)
     assert ledger["category"].value_counts().to_dict() == {
-        "consistent": 10, "not comparable": 13, "not testable here": 8, "inconsistent": 6}
+        "consistent": 10, "not comparable": 13, "not testable here": 10, "inconsistent": 4}
     measured = ledger[ledger["basis"] == "measured"].set_index("claim")
     both = measured.index.intersection(published.index)
     assert len(both) == 6 and measured.loc[both, "ours"].tolist() == published.loc[both, "ours"].tolist()
