@@ -37,7 +37,8 @@ EPOCH_IMAGES = 50_000
 PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (resident, measured ~350 MB here)
 TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput",
                    "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile",
-                   "peer_to_peer", "collective_goodput", "step_latency_s", "input_images_per_s")
+                   "peer_to_peer", "collective_goodput", "step_latency_s", "input_images_per_s",
+                   "measured_collective")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -82,6 +83,10 @@ class Profile:
     # images/s one host's input pipeline delivers to its GPUs (reading and decoding real data; None: not a bound);
     # a stated parameter: give its source in the profile (e.g. a data-loader benchmark on the host's CPUs)
     input_images_per_s: float | None = None
+    # True: an all-reduce is NCCL's, its time per ring step from nccl-tests' sweeps by level (repro.predict.collective;
+    # at least the link's latency), and a framework that sends each tensor alone (no fusion, no overlap) pays it per
+    # tensor; False: the links' latency_s alone, one message for all the gradients (what an emulation replays)
+    measured_collective: bool = False
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -145,6 +150,7 @@ class ProfileSpec(_Strict):
     collective_goodput: float | None = Field(default=None, gt=0, le=1)
     step_latency_s: float = Field(default=0.0, ge=0)
     input_images_per_s: float | None = Field(default=None, gt=0)
+    measured_collective: bool = False
 
     @field_validator("link", "intra_link")
     @classmethod

@@ -9,7 +9,8 @@ constant, the other origins' median efficiency. Reported over every point with N
 constant; the rank correlation of predicted and measured efficiency; the pairs of points that differ only in
 their link or their method on one cluster and software, and whether the model orders each pair as measured; and
 an 80 % prediction interval for each point, from the other origins' leave-one-source-out residuals (their 10th
-and 90th percentiles around the prediction), with its measured coverage.
+and 90th percentiles around the prediction, scaled by the share of the point's step that is exposed communication:
+:func:`with_intervals`), with its measured coverage per regime.
 The goals are numbers in :data:`GOALS`; they are reported, never asserted.
 """
 
@@ -66,7 +67,8 @@ def table(points: list[measured.Point]) -> pd.DataFrame:
                          "model": p.model, "batch": p.batch, "precision": p.precision, "workers": p.workers,
                          "intra_link": p.intra_link, "inter_link": p.inter_link, "data": p.data,
                          "peer_to_peer": p.peer_to_peer, "compute_s": p.batch / p.single_images_per_s,
-                         "measured": p.measured, "predicted": pred, "constant": constant})
+                         "measured": p.measured, "predicted": pred, "constant": constant,
+                         "exposed_share": min(1.0, max(0.0, (1 / base[p.id] - 1) * pred))})
     t = pd.DataFrame(rows)
     t["regime"] = [regime(r) for r in t.itertuples()]
     t["error_pp"] = 100 * (t["predicted"] - t["measured"])
@@ -123,14 +125,34 @@ def by_regime(t: pd.DataFrame) -> pd.DataFrame:
     return out.assign(goals_met=met, not_modelled=out["regime"].map(REGIMES).fillna(""))
 
 
+def scale(exposed_share, floor: float):
+    """An interval's width relative to others: ``sqrt(floor + exposed share)``, where the exposed share is the part of
+    the predicted step that is communication not hidden behind compute (``floor``: the median share of the points the
+    residuals come from, so that a step with none still has a width)."""
+    return (floor + exposed_share) ** 0.5
+
+
+def _offsets(ref: pd.DataFrame, regime_name: str | None) -> tuple[float, float, float]:
+    """(10th, 90th percentile of the scaled residuals, floor) of ``ref``'s points (measured, predicted,
+    exposed_share, regime): of those of ``regime_name`` where it has :data:`MIN_REGIME_POINTS`, else of all."""
+    floor = float(ref["exposed_share"].median())
+    own = ref[ref["regime"] == regime_name]
+    ref = own if regime_name and len(own) >= MIN_REGIME_POINTS else ref
+    z = (ref["measured"] - ref["predicted"]) / scale(ref["exposed_share"], floor)
+    return float(z.quantile(INTERVAL[0])), float(z.quantile(INTERVAL[1])), floor
+
+
 def with_intervals(t: pd.DataFrame) -> pd.DataFrame:
-    """Each point's 80 % interval: its prediction plus the 10th and 90th percentiles of the residuals
-    (measured - predicted) of the *other* origins' points; ``covered`` where the measurement falls inside."""
+    """Each point's 80 % interval, its own width (issue 58): its prediction plus the 10th and 90th percentiles of the
+    *other* origins' residuals (measured - predicted) of its regime (every regime's where its own has fewer than
+    :data:`MIN_REGIME_POINTS` there), each residual divided by its point's :func:`scale` and the quantiles multiplied
+    by this point's: a step with more exposed communication gets a wider interval. ``covered`` where the measurement
+    falls inside."""
     lo, hi = [], []
-    for held in t["origin"]:
-        r = (t.loc[t["origin"] != held, "measured"] - t.loc[t["origin"] != held, "predicted"])
-        lo.append(float(r.quantile(INTERVAL[0])))
-        hi.append(float(r.quantile(INTERVAL[1])))
+    for held, reg, share in zip(t["origin"], t["regime"], t["exposed_share"]):
+        q10, q90, floor = _offsets(t[t["origin"] != held], reg)
+        lo.append(q10 * scale(share, floor))
+        hi.append(q90 * scale(share, floor))
     t = t.assign(low=t["predicted"] + lo, high=t["predicted"] + hi)
     return t.assign(covered=(t["measured"] >= t["low"]) & (t["measured"] <= t["high"]))
 
@@ -244,10 +266,18 @@ def regime_of(prof, method: str, workers) -> str:
 
 def with_interval(pred: pd.DataFrame, regime_name: str | None = None) -> pd.DataFrame:
     """``pred`` (``perfmodel.predict``'s rows) with the 80 % interval of its efficiency and images/s (N > 1; one
-    worker is the measured rate itself), from the residuals of ``regime_name`` (:func:`interval`)."""
-    lo, hi = interval(regime_name) if regime_name else interval()
+    worker is the measured rate itself): per row, the scaled residuals' quantiles of ``regime_name`` (as
+    :func:`with_intervals`, over every leave-one-source-out point of the package's set) times the row's
+    :func:`scale`, its exposed share ``exposed_s / (compute_s + comm_s)``; a table without ``exposed_s`` takes
+    :func:`interval`'s offsets, one for every row."""
+    if {"exposed_s", "compute_s", "comm_s"} <= set(pred.columns):
+        q10, q90, floor = _offsets(residuals(), regime_name)
+        width = scale((pred["exposed_s"] / (pred["compute_s"] + pred["comm_s"])).clip(0.0, 1.0), floor)
+        lo, hi = q10 * width, q90 * width
+    else:
+        lo, hi = interval(regime_name) if regime_name else interval()
     many = pred["workers"] > 1
     low = (pred["efficiency"] + lo).clip(lower=0.0).where(many, pred["efficiency"])
     high = (pred["efficiency"] + hi).clip(upper=1.0).where(many, pred["efficiency"])
-    scale = pred["images_per_s"] / pred["efficiency"]
-    return pred.assign(efficiency_low=low, efficiency_high=high, images_low=low * scale, images_high=high * scale)
+    factor = pred["images_per_s"] / pred["efficiency"]
+    return pred.assign(efficiency_low=low, efficiency_high=high, images_low=low * factor, images_high=high * factor)

@@ -52,6 +52,9 @@ TERMS = {
 # bytes per gradient value on the wire in mixed precision: tf_cnn_benchmarks' --use_fp16 sends float16
 # gradients (compact_gradient_transfer, on by default); PyTorch AMP and Horovod all-reduce float32 gradients
 MIXED_VALUE_BYTES = {"tensorflow": 2.0}
+# all-reduces that are NCCL's (tf_cnn_benchmarks' replicated with NCCL, PyTorch DDP's nccl backend, Horovod over NCCL):
+# their time per ring step from nccl-tests' sweeps (repro.predict.collective); MXNet's kvstore 'device' is its own
+NCCL = {("tensorflow", "ring"), ("pytorch", "ddp"), ("horovod", "horovod")}
 SPLITS = ("train", "test")
 
 
@@ -188,6 +191,7 @@ def profile(p: Point, overhead: float = 0.0, latency: float = 0.0) -> hardware.P
            "overlap": ov, "pull_with_forward": p.pull == "with-forward", "fusion_bytes": fusion, "cycle_s": cycle,
            "host_aggregation": agg, "peer_to_peer": p.peer_to_peer, "step_overhead": overhead,
            "step_latency_s": latency, "input_images_per_s": p.input_images_per_s, "description": p.gpu,
+           "measured_collective": (p.framework, p.method) in NCCL,
            "source": p.source}
     return hardware.profile(p.id, raw)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import hardware, overlap
+from . import collective, hardware, overlap
 from .errors import PredictError
 
 METHODS = ("horovod", "ring", "ddp", "ps_sync", "ps_async")
@@ -79,10 +79,19 @@ def allreduce_seconds(prof: hardware.Profile, n: int, nbytes: float) -> float:
     g, hosts = _hosts(prof, n)
     share, t = 2 * (n - 1) / n * nbytes, 0.0
     if hosts > 1:
-        t = _wire(prof, share, collective=True) + 2 * (n - 1) * prof.latency_s
+        t = _wire(prof, share, collective=True) + ring_latency(prof, "inter", n)
     if g > 1:
-        t = max(t, _wire(prof, share * _host_path(prof, g), inter=False) + 2 * (n - 1) * prof.intra_latency_s)
+        t = max(t, _wire(prof, share * _host_path(prof, g), inter=False) + ring_latency(prof, "intra", n))
     return t
+
+
+def ring_latency(prof: hardware.Profile, level: str, n: int) -> float:
+    """Seconds of one all-reduce message's fixed cost between hosts (``inter``) or inside one (``intra``): the link's
+    latency once per ring step (``2 (N - 1)``); with ``measured_collective``, at least NCCL's time per message that
+    nccl-tests' sweep of that level measured (:func:`repro.predict.collective.fit`: kernel launch and protocol, which
+    a ring of two already pays)."""
+    own = 2 * (n - 1) * (prof.latency_s if level == "inter" else prof.intra_latency_s)
+    return max(own, collective.fit(level)[0]) if prof.measured_collective else own
 
 
 def _host_path(prof: hardware.Profile, g: int) -> float:
@@ -115,18 +124,20 @@ def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float) -> 
 
 
 def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, send, fused: bool = False,
-             pull=None) -> tuple[float, str]:
+             pull=None, per_tensor: bool = False) -> tuple[float, str]:
     """Seconds from the step's start until the gradients are through, and a note where the model's
     layers are unknown. Without overlap: ``pull(size)`` (the weights, where a server holds them), the
     compute, then ``send(size)``. With overlap (:mod:`repro.predict.overlap`): the forward pass waits
     for each layer's weights as they arrive, and the gradients go out as the backward pass makes them
     ready (``send(bytes)``/``pull(bytes)``: one message's time). Without peer-to-peer nothing overlaps: the
     staging through host memory runs after the backward pass (our reading of the GeForce hosts' measurements, not
-    a published figure: ``docs/emulation.md``)."""
+    a published figure: ``docs/emulation.md``). ``per_tensor``: without overlap, each layer's gradients are one
+    message of their own, sent one after another (TensorFlow's replicated all-reduce, per variable), where the layers
+    are known."""
     pull = pull or (lambda _: 0.0)
     if not prof.overlap or not prof.peer_to_peer or model.lower() not in overlap.models():
         note = "" if not prof.overlap else f"no layer table for {model}: modelled without overlap"
-        return pull(size) + compute + send(size), note
+        return pull(size) + compute + _sent(model, size, send, per_tensor), note
     key = model.lower()
     start = overlap.forward_end(key, compute, size, pull) - (1 - overlap.BACKWARD_SHARE) * compute
     events = overlap.ready(key, compute)
@@ -137,6 +148,16 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
         timed, fusion = overlap.buckets(timed, fusion), 0.0
     end = overlap.finish(timed, fusion, cycle, send)
     return max(start + compute, end), ""
+
+
+def _sent(model: str, size: float, send, per_tensor: bool) -> float:
+    """Seconds to send ``size`` bytes of gradients: one message, or (``per_tensor``, a known model) one message per
+    layer, its share of ``size`` its share of the layer table's weights."""
+    if not per_tensor or model.lower() not in overlap.models():
+        return send(size)
+    weights = overlap.layers(model.lower())
+    total = sum(n for n, _ in weights)
+    return sum(send(size * n / total) for n, _ in weights)
 
 
 def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: int, parameters: int,
@@ -160,7 +181,8 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
         per_s = 1 / compute
     elif method in ALLREDUCE:
         fused = method in ("horovod", "ddp")  # Horovod's fusion buffer and cycle, DDP's buckets; TF sends each tensor
-        end, note = _exposed(prof, model, compute, size, lambda b: allreduce_seconds(prof, n, b), fused)
+        end, note = _exposed(prof, model, compute, size, lambda b: allreduce_seconds(prof, n, b), fused,
+                             per_tensor=prof.measured_collective and not fused)
         per_s = 1 / (end + extra)
     elif method == "ps_sync":  # every worker pulls the weights, computes, pushes its gradients
         phase = lambda b: ps_phase_seconds(prof, n, ps, b)  # noqa: E731
