@@ -188,11 +188,11 @@ def bottom_line(st: pd.DataFrame, rows: pd.DataFrame) -> str:
     if len(against):
         lines += ["**Where the evidence does not agree with the paper:**", ""]
         lines += [f"- {_disagrees(r)}" for r in against.itertuples()] + [""]
-    counted = "; ".join(f"**{cat.value}** {len(_flagged(rows, cat))} rows" for cat in (V.Category.RULE_CHANGED,
-                                                                                       V.Category.UNSTABLE))
-    same = sum(same_outcome(v) for v in _flagged(rows, V.Category.RULE_CHANGED)["verdict"])
-    counted += (f" ({same} of them give today the outcome they gave under the rule of their data: the rule moved "
-                "after the data, the outcome did not)")
+    moved = _flagged(rows, V.Category.RULE_CHANGED)
+    same = sum(same_outcome(v) for v in moved["verdict"])
+    counted = (f"**{V.Category.RULE_CHANGED.value}** {len(moved)} rows ({same} of them give today the outcome they "
+               "gave under the rule of their data: the rule moved after the data, the outcome did not); "
+               f"**{V.Category.UNSTABLE.value}** {len(_flagged(rows, V.Category.UNSTABLE))} rows")
     both = int((st["state"] == S.CONFLICT).sum())
     lines.append(f"**Flagged, and not counted as decided**: {counted}; **{S.CONFLICT}** {both} statements "
                  "(each named below the statements).")
