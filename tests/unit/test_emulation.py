@@ -326,7 +326,8 @@ def test_distributed_findings_come_from_the_emulated_grid_with_basis_emulated():
     tp = _profiled(pd.DataFrame(rows))
     tables = {"emulated_throughput": tp, "emulated_scaling": scaling_efficiency(tp), "emulated_ratios": ratios(tp)}
     out = verdicts.emulated(tables, K80)
-    assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency", "ps_no_speedup"}
+    assert set(out) == {"async_vs_sync", "ring_vs_ps", "ring_scaling", "vgg_worst", "ps_efficiency", "ps_no_speedup",
+                        "ring_scales_best", "distribution_improved_most"}
     # PS at 0.5 / 0.55 of linear: 2 x / 2.2 x one worker's images/sec at 4 workers, a significant acceleration
     assert out["ps_no_speedup"].holds is False and "ps_async resnet50: 2.20" in out["ps_no_speedup"].ours
     assert all(m.basis == "emulated" and "[emulated k80-p2.16xlarge, 1 run(s)]" in m.ours for m in out.values())

@@ -244,7 +244,9 @@ def test_period_verdict_needs_both_ends_and_reports_longer_periods():
     for k in (10, 16, 20):  # 10-20 one point better than k = 1; k = 64 2.9 pts below them, yet within 2 of k = 1
         _set(r.tables["period_summary"], {"workers": 2, "period": k}, drop_vs_k1=-0.01)
     _set(r.tables["period_summary"], {"workers": 2, "period": 64}, drop_vs_k1=0.019)
-    assert _judge(r)["period_10_20_acceptable"].startswith("differs (a much longer period still works: N = 2, k = 64")
+    # the seed's "may diverge" (issue 55): a long period that still works refutes nothing
+    assert _judge(r)["period_10_20_acceptable"].startswith(
+        "not comparable (a much longer period still works: N = 2, k = 64")
     r.tables["period_summary"] = r.tables["period_summary"].query("period != 64").reset_index(drop=True)
     assert _judge(r)["period_10_20_acceptable"] == (
         "not comparable (the grid cannot tell periods apart: no period k >= 60 was run; 10-20 acceptable at "
