@@ -36,22 +36,33 @@ def scale(rng: np.random.Generator, low: float = LOW, high: float = HIGH, size=N
     return np.exp(rng.uniform(np.log(low), np.log(high), size=size))
 
 
-def outcomes(experiment: str, claim_id: str, sampler, draws: int = DRAWS, seed: int = 0) -> dict[str, int]:
-    """How often each category came out over ``draws`` samples of ``sampler`` (through the ledger's one rule)."""
+def flipped(seen) -> bool:
+    """Both outcomes among the categories ``seen``: one that holds and one that fails."""
+    return bool(set(seen) & HOLDS and set(seen) & FAILS)
+
+
+def outcomes(experiment: str, claim_id: str, sampler, draws: int = DRAWS, seed: int = 0,
+             until_flipped: bool = False) -> dict[str, int]:
+    """How often each category came out over ``draws`` samples of ``sampler`` (through the ledger's one rule);
+    ``until_flipped``: stop at the first draw after which both outcomes have occurred (the counts so far)."""
     claim = claims.load(experiment)[claim_id]
     rng = np.random.default_rng(seed)
     seen: dict[str, int] = {}
     for _ in range(draws):
         cat = claims.row(claim, sampler(rng))["category"]
         seen[cat] = seen.get(cat, 0) + 1
+        if until_flipped and flipped(seen):
+            break
     return seen
 
 
 def check(experiment: str, samplers: dict, claim_id: str, domain: str, draws: int = DRAWS) -> None:
-    """The test body of one sampler: both outcomes occur over the domain (``draws`` samples: fewer for a sampler
-    whose judge is slow, e.g. the analytic model of a whole cluster)."""
-    seen = outcomes(experiment, claim_id, samplers[claim_id], draws)
-    assert set(seen) & HOLDS and set(seen) & FAILS, (
+    """The test body of one sampler: both outcomes occur over the domain (within ``draws`` samples: fewer for a
+    sampler whose judge is slow, e.g. the analytic model of a whole cluster). The draws stop once both have
+    occurred: more draws cannot take an outcome back, so the verdict is the one all ``draws`` would give (a
+    sampler that cannot flip still runs every draw before it fails)."""
+    seen = outcomes(experiment, claim_id, samplers[claim_id], draws, until_flipped=True)
+    assert flipped(seen), (
         f"{experiment}/{claim_id} cannot flip over its domain ({domain}): {seen}; "
         "mark it decisive: false with the reason")
 
