@@ -1,6 +1,7 @@
-"""repro.campaign's logic called directly (the plan, the deadline of a step, what a state tarball becomes); the
-whole command through tools/gpu_campaign.sh with a stand-in Python is tests/unit/test_gpu_campaign.py, the real
-path under JAX tests/smoke/test_gpu_campaign_smoke.py."""
+"""repro.campaign's logic called directly (the plan, the settings, what a state tarball becomes); the deadline of
+a step on real processes is tests/smoke/test_campaign_smoke.py, the whole command through tools/gpu_campaign.sh
+with a stand-in Python tests/smoke/test_gpu_campaign_script_smoke.py, the real path under JAX
+tests/smoke/test_gpu_campaign_smoke.py."""
 
 from __future__ import annotations
 
@@ -68,37 +69,6 @@ def test_the_thread_step_is_finished_only_with_both_of_its_runs(tmp_path):
     (base / "r2").mkdir()
     (base / "r2" / "provenance.json").write_text("{}")
     assert plan_lines(_settings(tmp_path, STEPS="threads"))[1] == "  threads: finished by an earlier call"
-
-
-def _python(code: str) -> list[str]:
-    return [sys.executable, "-c", code]
-
-
-def test_a_step_past_its_time_is_interrupted_then_killed_as_gnu_timeout_does():
-    log, out = _log()
-    env = dict(__import__("os").environ)
-    assert device.timed(_python("print('hello', flush=True); raise SystemExit(3)"), 30, env, log) == 3
-    assert "hello\n" in out.getvalue()
-    t = time.monotonic()
-    assert device.timed(_python("import time; time.sleep(30)"), 0.5, env, log) == 124  # SIGINT ends it
-    ignores = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('up', flush=True); time.sleep(30)"
-    assert device.timed(_python(ignores), 1.0, env, log, kill_after=0.5) == 137  # SIGKILL 0.5 s later
-    assert time.monotonic() - t < 10
-
-
-def test_a_step_is_interrupted_even_when_the_campaign_was_started_with_sigint_ignored():
-    """``nohup tools/gpu_campaign.sh … &`` starts everything with SIGINT ignored; the step must still get it."""
-    import signal
-
-    log, _ = _log()
-    env = dict(__import__("os").environ)
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell without job control starts us
-    try:
-        t = time.monotonic()
-        assert device.timed(_python("import time; time.sleep(30)"), 0.5, env, log, kill_after=5) == 124
-        assert time.monotonic() - t < 4  # stopped by the SIGINT, not killed 5 s later
-    finally:
-        signal.signal(signal.SIGINT, before)
 
 
 def _tar(path: Path, files: dict[str, str]) -> Path:

@@ -127,13 +127,3 @@ def test_the_glued_prose_carries_the_results_numbers(result, monkeypatch):
     for number in ("by 2.0 percentage points", "10.4 at the 90th", "12.0 at worst", "constant by 9.0 (24.0, 30.0)",
                    "is 0.75", "57 % of the measurements"):
         assert number in glued["dist_loso_headline"]
-
-
-def test_the_real_check_carries_compute_time_and_transport_for_every_point():
-    """On the package's set: the check's own compute time per step (batch over the one-GPU rate) and the transport."""
-    from repro.predict import measured
-
-    t = modelcheck.evaluate()["table"]
-    single = {p.id: p.single_images_per_s for p in measured.load_all()}
-    assert np.allclose(t["compute_s"], t["batch"] / t["id"].map(single))
-    assert t["transport"].notna().all() and (t["transport"] != "none").all()

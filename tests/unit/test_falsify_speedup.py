@@ -39,7 +39,7 @@ def _grid(t_comm: tuple = ()) -> pd.DataFrame:
 def _predicted(cid: str, t_comm: dict):
     grid = _grid(tuple(sorted(t_comm.items())))
     params = paramtypes.partial(EXPERIMENT, {"measure": False, "networks": list(eq.NETWORKS), "emulate": None})
-    return statements.measurements({"predictions": grid}, params)[cid]
+    return statements.measurements({"predictions": grid}, params, ids=(cid,))[cid]  # that claim alone
 
 
 def _equations(cid: str, net: str, holds: float | None, fails: float | None):
@@ -119,7 +119,7 @@ def _emulated(cid: str, cmp: pd.DataFrame, replay: pd.DataFrame | None = None):
     if replay is not None:
         tables["emulated_replay"] = replay
     params = paramtypes.partial(EXPERIMENT, {"measure": False, "networks": list(eq.NETWORKS), "emulate": PROFILE})
-    return statements.measurements(tables, params)[cid]
+    return statements.measurements(tables, params, ids=(cid,))[cid]  # that claim alone
 
 
 def _replay(cid: str, holds, fails):

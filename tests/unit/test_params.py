@@ -1,7 +1,5 @@
 """Profiles and parameter validation: one-line errors naming the parameter."""
 
-import subprocess
-import sys
 
 import pytest
 
@@ -76,16 +74,6 @@ def test_every_profile_of_every_experiment_is_valid():
         assert {"smoke", "paper"} <= set(spec.profiles), spec.name
         for name in spec.profiles:
             spec.resolve(name)  # raises if a stored profile is out of its own schema
-
-
-def test_cli_bad_parameter_is_one_line_and_nonzero():
-    proc = subprocess.run(
-        [sys.executable, "-m", "repro.cli", "run", "mnist_cnn", "--profile", "smoke", "-p", "batch_size=-1"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert lines == ["repro: error: parameter 'batch_size': expected an integer (>= 1; <= 65536), got -1"]
 
 
 def test_the_flat_names_of_before_the_nesting_read_through_one_adapter():

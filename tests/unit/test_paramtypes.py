@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import textwrap
 from pathlib import Path
 
 import pydantic
@@ -60,54 +59,6 @@ def test_a_changed_profile_makes_the_generated_file_stale(monkeypatch):
     monkeypatch.setattr(params, "experiments", lambda: {**every, "mnist_cnn": changed})
     monkeypatch.setattr(params, "spec", lambda name: changed if name == "mnist_cnn" else one(name))
     assert "mnist_cnn" in paramtypes.stale()
-
-
-def _mypy(tmp_path, monkeypatch, body: str) -> tuple[str, int]:
-    """mypy on a file that uses a generated TypedDict, the package found from its source (not as Any)."""
-    api = pytest.importorskip("mypy.api")
-    f = tmp_path / "use_params.py"
-    f.write_text(textwrap.dedent(body))
-    monkeypatch.setenv("MYPYPATH", str(Path(params.__file__).parents[2]))
-    out, err, rc = api.run([str(f), "--follow-imports=silent", "--config-file=", "--no-error-summary",
-                            "--cache-dir", str(tmp_path / ".mypy_cache")])
-    return out + err, rc
-
-
-USE = """
-from repro.experiments.optimizers.paramtypes import OptimizersParams
-
-
-def epochs_left(p: OptimizersParams, done: int) -> int:
-    return p.{key} - done
-"""
-
-
-def test_a_misspelt_parameter_fails_the_type_check(tmp_path, monkeypatch):
-    out, rc = _mypy(tmp_path, monkeypatch, USE.format(key="epoch"))  # the parameter is `epochs`
-    assert rc == 1, out
-    assert '"OptimizersParams" has no attribute "epoch"' in out
-
-
-def test_the_right_spelling_passes_the_type_check(tmp_path, monkeypatch):
-    out, rc = _mypy(tmp_path, monkeypatch, USE.format(key="epochs"))
-    assert rc == 0, out
-
-
-GROUPED = """
-from repro.experiments.distributed.paramtypes import DistributedParams
-
-
-def grid(p: DistributedParams) -> list[str]:
-    return p.emulate.{key}
-"""
-
-
-def test_a_misspelt_field_of_a_group_fails_the_type_check(tmp_path, monkeypatch):
-    out, rc = _mypy(tmp_path, monkeypatch, GROUPED.format(key="model"))  # the field is `models`
-    assert rc == 1, out
-    assert '"DistributedEmulate" has no attribute "model"' in out
-    out, rc = _mypy(tmp_path, monkeypatch, GROUPED.format(key="models"))
-    assert rc == 0, out
 
 
 def test_parameters_read_by_attribute_and_dump_nested():

@@ -15,10 +15,18 @@ def reported() -> pd.DataFrame:
         return pd.read_csv(fh, keep_default_na=False)
 
 
+@lru_cache(maxsize=None)
+def _values() -> dict[tuple[str, str], object]:
+    """(paper, id) -> the value as read (the first row of each pair, as a filter of the table would give)."""
+    out: dict[tuple[str, str], object] = {}
+    for key, val in zip(zip(reported()["paper"], reported()["id"]), reported()["value"]):
+        out.setdefault(key, val)
+    return out
+
+
 def value(paper: str, ident: str) -> float:
     """One reported number, e.g. ``value('cloudcost2017', 'mnist_cnn_test_accuracy_12ep')``."""
-    df = reported()
-    row = df[(df["paper"] == paper) & (df["id"] == ident)]
-    if row.empty:
-        raise KeyError(f"no reported value {paper}/{ident} in paperdata/reported.csv")
-    return float(row["value"].iloc[0])
+    try:
+        return float(_values()[(paper, ident)])  # type: ignore[arg-type]
+    except KeyError:
+        raise KeyError(f"no reported value {paper}/{ident} in paperdata/reported.csv") from None
