@@ -27,7 +27,8 @@ PS_BYTES = "ps_extra_data"
 # the seed's statements added on 2026-11-28 (issue 47), after the model's in the findings table
 SEED_FINDINGS = ("ps_no_speedup", "ps_bandwidth", "async_equal_start", "table1_top5",
                  # the conclusions' statements, added on 2026-11-28 (issue 55, item 5)
-                 "ring_scales_best", "distribution_improved_most", "ps_easier_to_deploy", "choice_by_model_size")
+                 "ring_scales_best", "distribution_improved_most", "ps_easier_to_deploy",
+                 "no_method_best_in_all_aspects", "choice_by_model_size", "choice_tradeoff_scaling_failure")
 # the same findings at the paper's process counts, judged on the analytic model of its hardware (basis model)
 MODEL_FINDINGS = ("model_horovod", "model_ring_scaling", "model_vgg_worst", "model_ps_efficiency")
 # the paper's Table 2: PS to 10 processes, Horovod to 20 (and one process, the base of scaling efficiency)

@@ -175,6 +175,12 @@ def stated_conclusions() -> dict[str, Measured]:
     return {"ps_easier_to_deploy": Measured(NO, gate=V.not_testable(
                 "ease of deployment is not a quantity the paper or any run here measures (no setup time, steps or "
                 "failures of deployment are reported)")),
+            "no_method_best_in_all_aspects": Measured(NO, gate=V.not_testable(
+                "its aspects are scaling (ring_scales_best), ease of deployment (measured by no one) and fault "
+                "tolerance (fault_tolerance: true by construction here): it is decided only where all three are")),
+            "choice_tradeoff_scaling_failure": Measured(NO, gate=V.not_testable(
+                "advice: it weighs scaling (ring_scales_best) against tolerance of failures (fault_tolerance), "
+                "each its own statement; the weighing itself is the user's")),
             "choice_by_model_size": Measured(NO, gate=V.not_testable(
                 "advice, not a result: its measurable part (VGG16's scaling limited by the network) is vgg_worst's "
                 "and model_vgg_worst's; PCIe speed and GPU placement are varied by no run of the paper's or ours"))}
