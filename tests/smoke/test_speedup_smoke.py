@@ -28,7 +28,9 @@ def test_smoke_notebook_writes_results(smoke_runs):
     assert list(claims.columns) == ["network", "source", "kind", "statement", "ours", "holds", "verdict", "basis",
                                     "note"]
     assert claims.loc["squeezenet_split_central_best_4", "holds"] == "yes"
-    assert claims.loc["vgg16e_below_one", "verdict"] == str(V.consistent(f"{statements.EQUATIONS} give this"))
+    # (a row on the thesis' numbers whose rule changed after the first published judgement of them reads "rule
+    # changed after the data" where git's history of published/ is at hand: today's rule's half is compared)
+    assert str(V.today_of(claims.loc["vgg16e_below_one", "verdict"])) == str(V.consistent(f"{statements.EQUATIONS} give this"))
     # smoke measures SqueezeNet on loopback: statements about the thesis' GPU numbers are not comparable,
     # the general ones are checked on our runs
     assert claims.loc["squeezenet_best_measured", "verdict"] == str(V.not_comparable(statements.CPU_STAND_IN))
@@ -50,6 +52,7 @@ def test_smoke_notebook_writes_results(smoke_runs):
     # the thesis' equations on its own Table 6.1 inputs: consistent at most, never reproduced
     is_eq = (led["basis"] == "equations").to_numpy()
     eq = led[is_eq].set_index(claims.index[is_eq])
+    eq = eq.assign(category=eq["verdict"].map(lambda v: V.today_of(v).category.value))  # today's rule (above)
     assert eq["category"].value_counts().to_dict() == {"consistent": 10, "inconsistent": 4, "not testable here": 9}
     assert set(eq.index[eq["category"] == "inconsistent"]) == {"resnet34_join_central_above_one", "t_comm_ratio_googlenet",
                                                                "squeezenet_servers_equal", "estimates_found_ideal"}

@@ -122,9 +122,6 @@ def _flagged(rows: pd.DataFrame, category: V.Category) -> pd.DataFrame:
     return rows[rows["category"] == category.value]
 
 
-_NOW, _THEN = "today's rule: ", "; the rule it was measured under: "  # V.rule_changed's two verdicts
-
-
 def _side(text: str) -> str:
     """A verdict's outcome: agrees (with the paper), disagrees, or undecided."""
     cat = next((c for c in sorted(V.Category, key=lambda c: len(c.value), reverse=True)
@@ -138,9 +135,9 @@ def same_outcome(verdict: str) -> bool:
     """Whether a *rule changed after the data* verdict gives today the outcome it gave under the rule of its data
     (the rule moved, the outcome did not)."""
     detail = V.parse(str(verdict)).detail
-    if not detail.startswith(_NOW) or _THEN not in detail:
+    if not detail.startswith(V.TODAY) or V.THEN not in detail:
         return False
-    now, then = detail[len(_NOW):].split(_THEN, 1)
+    now, then = detail[len(V.TODAY):].split(V.THEN, 1)
     return _side(now) == _side(then) != "undecided"
 
 

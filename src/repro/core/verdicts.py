@@ -208,11 +208,23 @@ def settle(v: Verdict, basis: Basis | str, runs: int, stochastic: bool) -> Verdi
     return v
 
 
+TODAY, THEN = "today's rule: ", "; the rule it was measured under: "  # the two halves of a rule_changed verdict
+
+
 def rule_changed(now: Verdict, then: str, what: str = "") -> Verdict:
     """A verdict whose claim text or rule (``what``: which, where known) changed after its data was measured: both
     verdicts, decided by neither (a run measured under today's rule decides it)."""
     changed = f"; changed since: {what}" if what else ""
-    return Verdict(Category.RULE_CHANGED, f"today's rule: {now}; the rule it was measured under: {then}{changed}")
+    return Verdict(Category.RULE_CHANGED, f"{TODAY}{now}{THEN}{then}{changed}")
+
+
+def today_of(text: str) -> Verdict:
+    """A stored verdict as today's rule gives it: the first half of a *rule changed after the data* verdict, else the
+    verdict itself."""
+    v = parse(text)
+    if v.category is Category.RULE_CHANGED and v.detail.startswith(TODAY) and THEN in v.detail:
+        return parse(v.detail[len(TODAY):].split(THEN, 1)[0])
+    return v
 
 
 def unstable(now: Verdict, other: str) -> Verdict:
