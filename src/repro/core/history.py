@@ -111,18 +111,23 @@ def data_blobs(run_dir: Path, names) -> dict[str, str]:
     return {n: blob_id((Path(run_dir) / n).read_bytes()) for n in sorted(names) if (Path(run_dir) / n).is_file()}
 
 
-def _published_runs(root: Path, experiment: str) -> list[tuple[str, str]]:
-    """Every run directory of ``experiment`` that ever came into git under ``published/``, with the commit that
-    added it (runs removed since included), oldest commit last."""
-    out = _git(root, "log", "--no-renames", "--diff-filter=A", "--format=C %H", "--name-only", "--",
-               f"published/*/{experiment}/*/provenance.json") or ""
-    runs, commit = [], ""
+def _log_paths(root: Path, *args: str) -> list[tuple[str, str]]:
+    """``(commit, path)`` of each file each commit of ``git log ARGS`` names, in the log's order."""
+    out = _git(root, "log", "--no-renames", "--format=C %H", "--name-only", *args) or ""
+    pairs, commit = [], ""
     for line in out.splitlines():
         if line.startswith("C "):
             commit = line[2:].strip()
         elif line.strip():
-            runs.append((str(Path(line.strip()).parent.as_posix()), commit))
-    return runs
+            pairs.append((commit, line.strip()))
+    return pairs
+
+
+def _published_runs(root: Path, experiment: str) -> list[tuple[str, str]]:
+    """Every run directory of ``experiment`` that ever came into git under ``published/``, with the commit that
+    added it (runs removed since included), oldest commit last."""
+    return [(str(Path(path).parent.as_posix()), commit) for commit, path in
+            _log_paths(root, "--diff-filter=A", "--", f"published/*/{experiment}/*/provenance.json")]
 
 
 def _tree(root: Path, commit: str, folder: str) -> dict[str, str]:
@@ -196,15 +201,7 @@ def _judged_on_paper(df: pd.DataFrame, ids: list[str]) -> dict[str, str]:
 def _ledger_versions(root: Path, experiment: str) -> list[tuple[str, str]]:
     """Every version of every published ledger of ``experiment`` that git has (``(commit, path)``), oldest first:
     a run's ledger as it was published and as each later rejudge rewrote it."""
-    out = _git(root, "log", "--reverse", "--no-renames", "--format=C %H", "--name-only", "--",
-               f"published/*/{experiment}/*/ledger.csv") or ""
-    versions, commit = [], ""
-    for line in out.splitlines():
-        if line.startswith("C "):
-            commit = line[2:].strip()
-        elif line.strip():
-            versions.append((commit, line.strip()))
-    return versions
+    return _log_paths(root, "--reverse", "--", f"published/*/{experiment}/*/ledger.csv")
 
 
 def _rule_at(root: Path, commit: str, path: str, experiment: str, keys) -> dict:
