@@ -1,8 +1,8 @@
 # Two entry points (see README.md):
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
 #   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier)
-#   make test-unit   the fast tier alone (tests/unit on every core, under a minute: 30 s on 2 cores shared with other work,
-#                    43 s of test time, 2026-11-28, bare Keras 1531 img/s; what trains or starts a process is in tests/smoke)
+#   make test-unit   the fast tier alone (tests/unit on every core, under a minute: 40-59 s on 2 cores after the day's
+#                    merges, 2026-11-28, bare Keras 1544 img/s; what trains or starts a process is in tests/smoke)
 #   make test-extras the tests that need an optional part (marker `extras`), alone
 #   make fuzz        a larger sample of valid parameter sets drawn from the schemas, each run and rendered
 #   make front-page  docs/front-page.png from the built published book (needs Chromium; see tools/front_page_png.py)

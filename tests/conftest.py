@@ -1,6 +1,6 @@
 """Shared fixtures and tiers.
 
-Tests live in tiers: ``unit/`` (``make test-unit``, under a minute: 30 s on 2 cores on 2026-11-28, bare Keras 1531
+Tests live in tiers: ``unit/`` (``make test-unit``, under a minute: 40-59 s on 2 cores on 2026-11-28, bare Keras 1544
 img/s; no notebook, no cluster, no training, no dataset load), ``smoke/`` (what starts real
 processes or trains, or refits a model over a whole data set: local clusters, the training engines on small data,
 mypy, repro's CLI as a process, and every notebook on the ``smoke`` profile through papermill, then
