@@ -141,7 +141,7 @@ def check(mod, claim_id: str) -> None:
     domain."""
     dom = domain(mod, claim_id)
     seen = outcomes(mod.EXPERIMENT, claim_id, mod.SAMPLERS[claim_id], dom, settle=True)
-    assert means_something(seen) or min(shares(seen)[:2]) >= MIN_SHARE * DRAWS, (
+    assert means_something(seen), (  # a run that settled early has each outcome on MIN_SHARE of all DRAWS already
         f"{mod.EXPERIMENT}/{claim_id} does not give each outcome on {100 * MIN_SHARE:g} % of the draws over its "
         f"domain ({dom}): it {describe(seen)}; {seen}; mark it decisive: false with these shares")
 

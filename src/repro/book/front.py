@@ -123,7 +123,8 @@ def _flagged(rows: pd.DataFrame, category: V.Category) -> pd.DataFrame:
 
 
 def _side(text: str) -> str:
-    """A verdict's outcome: agrees (with the paper), disagrees, or undecided."""
+    """A verdict's outcome: agrees (with the paper), disagrees, or undecided (by its first words: a verdict recorded
+    before the ledger's format, "reproduced, not recorded …", has no bracket after its category)."""
     cat = next((c for c in sorted(V.Category, key=lambda c: len(c.value), reverse=True)
                 if text.strip().startswith(c.value)), None)
     if cat is None or cat not in V.DECISIVE:
@@ -134,11 +135,8 @@ def _side(text: str) -> str:
 def same_outcome(verdict: str) -> bool:
     """Whether a *rule changed after the data* verdict gives today the outcome it gave under the rule of its data
     (the rule moved, the outcome did not)."""
-    detail = V.parse(str(verdict)).detail
-    if not detail.startswith(V.TODAY) or V.THEN not in detail:
-        return False
-    now, then = detail[len(V.TODAY):].split(V.THEN, 1)
-    return _side(now) == _side(then) != "undecided"
+    both = V.halves(str(verdict))
+    return both is not None and _side(both[0]) == _side(both[1]) != "undecided"
 
 
 def evidence_line(decided: pd.DataFrame) -> str:

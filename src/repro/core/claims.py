@@ -348,7 +348,7 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
         before = "none (the claim was added after the run measured)"
     else:
         before = (under.get("verdicts") or {}).get(claim.id) or "not recorded"
-    if not verdict.decisive and not _decided(before):
+    if not verdict.decisive and not is_decided(before):
         return verdict  # undecided then and now: nothing to flag
     what = "the claim's text or rule" if then != claim.digest() else ""
     if under.get("same_data_as"):  # a rerun whose data an earlier run measured (repro.core.history.first_seen)
@@ -363,7 +363,8 @@ def measured_under(claim: Claim, verdict: V.Verdict, basis: str, under: dict | N
     return V.rule_changed(verdict, before, what)
 
 
-def _decided(verdict_text: str) -> bool:
+def is_decided(verdict_text: str) -> bool:
+    """Whether a stored verdict text decided its claim (one that cannot be read: not)."""
     try:
         return V.category_of(verdict_text) in V.DECISIVE
     except V.VerdictError:

@@ -187,14 +187,7 @@ def _ids(df: pd.DataFrame, root: Path, commit: str, experiment: str) -> list[str
 def _judged_on_paper(df: pd.DataFrame, ids: list[str]) -> dict[str, str]:
     """Claim id -> verdict of a first ledger's rows that rest on the paper's own numbers (basis ``equations``; a
     ledger older than the basis column: every decided row)."""
-    from repro.core import verdicts as V
-
-    def decided(text: str) -> bool:
-        try:
-            return V.category_of(text) in V.DECISIVE
-        except V.VerdictError:
-            return False
-    paper = (df["basis"] == "equations") if "basis" in df else df["verdict"].map(decided)
+    paper = (df["basis"] == "equations") if "basis" in df else df["verdict"].map(_claims.is_decided)
     return {cid: v for cid, v, on in zip(ids, df["verdict"], paper) if cid and on}
 
 

@@ -218,13 +218,21 @@ def rule_changed(now: Verdict, then: str, what: str = "") -> Verdict:
     return Verdict(Category.RULE_CHANGED, f"{TODAY}{now}{THEN}{then}{changed}")
 
 
+def halves(text: str) -> tuple[str, str] | None:
+    """A stored *rule changed after the data* verdict's two verdicts as text (today's rule's, then the one it was
+    measured under, with what changed); None for any other verdict."""
+    v = parse(text)
+    if v.category is Category.RULE_CHANGED and v.detail.startswith(TODAY) and THEN in v.detail:
+        now, then = v.detail[len(TODAY):].split(THEN, 1)
+        return now, then
+    return None
+
+
 def today_of(text: str) -> Verdict:
     """A stored verdict as today's rule gives it: the first half of a *rule changed after the data* verdict, else the
     verdict itself."""
-    v = parse(text)
-    if v.category is Category.RULE_CHANGED and v.detail.startswith(TODAY) and THEN in v.detail:
-        return parse(v.detail[len(TODAY):].split(THEN, 1)[0])
-    return v
+    both = halves(text)
+    return parse(both[0]) if both else parse(text)
 
 
 def unstable(now: Verdict, other: str) -> Verdict:
