@@ -19,7 +19,8 @@ CASES = 14  # tests/jax_cases/fused_cases.py: backend, fit equality (float32 and
 
 def test_fused_trainer_cases_hold_under_jax(jax_only_env):
     cases = paths.project_root() / "tests" / "jax_cases" / "fused_cases.py"
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(cases)],
+    # on two workers (pytest-xdist): most of the time is JAX compiling, one program at a time per process
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(cases)],
                          env=jax_only_env, capture_output=True, text=True, timeout=600, cwd=paths.project_root())
     tail = (out.stdout + out.stderr)[-3000:]
     assert out.returncode == 0, tail

@@ -1,13 +1,11 @@
 """Every example a user is shown parses and validates (issue 57, item 2); nothing trains.
 
-Collected from the files themselves, so that a new example is checked without a new test:
+Collected from the files themselves (tests/examples_found.py), so that a new example is checked without a new test
+(tests/smoke/test_examples_run.py runs them):
 
-* each `repro …` command of README.md and docs/*.md (every line of a shell code block that runs repro, and inline
-  code that gives a repro command its arguments; `repro run` alone or `repro predict --hardware` is a mention of
-  a command or option, not an example), each `repro …` in the CLI's `--help` texts and in the experiments'
-  `profile.yaml` files (`to_decide.command`, help strings): through the CLI's own parser (`repro.cli.build_parser`)
-  and, for `run` and `measure`, the experiment's parameter validation (`spec.parse_overrides`, `spec.resolve`); a
-  `--hardware` profile of `repro predict` is looked up;
+* each `repro …` command of README.md, docs/*.md, the CLI's `--help` texts and the experiments' `profile.yaml` files:
+  through the CLI's own parser (`repro.cli.build_parser`) and, for `run` and `measure`, the experiment's parameter
+  validation (`spec.parse_overrides`, `spec.resolve`); a `--hardware` profile of `repro predict` is looked up;
 * each notebook's `parameters` cell: its profile, the profiles its comment names, and its `overrides` and the
   example in its comment (`# e.g. {...}`), resolved against the experiment's `profile.yaml`.
 
@@ -17,107 +15,14 @@ A placeholder the reader fills in (`<run-id>`, `<yours>`) is parsed as text, and
 from __future__ import annotations
 
 import ast
-import json
 import re
 import shlex
-from pathlib import Path
 
 import pytest
+from examples_found import NOTEBOOKS, PLACEHOLDER, ROOT, commands, examples, filled, literal_after, parameters_cell
 
 from repro import cli
 from repro.core import params as _params
-
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-PLACEHOLDER = re.compile(r"^<[^<>\s]+>$")  # a value the reader supplies: <run-id>, <yours>, <profile>
-FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
-INLINE = re.compile(r"`([^`\n]+)`")
-SHELL = ("", "bash", "sh", "shell", "console", "text")
-SEPARATORS = {"&&", "||", ";", "|"}
-
-
-def _repro_args(tokens: list[str]) -> list[list[str]]:
-    """The arguments of every repro command in a shell line's tokens (``a && repro b`` has one, ``.venv/bin/repro``
-    and ``salloc ... repro`` count)."""
-    out, current, before = [], None, ""
-    for tok in [*tokens, ";"]:
-        if tok in SEPARATORS:
-            if current:
-                out.append(current)
-            current = None
-        elif current is not None:
-            current.append(tok)
-        elif (tok == "repro" or tok.endswith("/repro")) and not before.startswith("-"):  # not `--name repro`
-            current = []
-        before = tok
-    return out
-
-
-def _tokens(line: str) -> list[str]:
-    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-    lex.whitespace_split, lex.commenters = True, "#"
-    return list(lex)
-
-
-def commands(text: str) -> list[tuple[int, list[str]]]:
-    """(line number, arguments) of every repro example of a markdown or plain text (module docstring)."""
-    found = []
-    for block in FENCE.finditer(text):
-        if block.group(1).lower() not in SHELL:
-            continue
-        first, pending, start = text.count("\n", 0, block.start(2)) + 1, "", 0
-        for i, line in enumerate(block.group(2).split("\n")):
-            start = start if pending else i  # the line a command starts on
-            if line.endswith("\\"):  # continued on the next line: one command
-                pending += line[:-1] + " "
-                continue
-            found += [(first + start, args) for args in _repro_args(_tokens(pending + line)) if args]
-            pending = ""
-    outside = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    for span in INLINE.finditer(outside):
-        line = outside.count("\n", 0, span.start()) + 1
-        for args in _repro_args(_tokens(span.group(1))):
-            if len(args) >= 2 and not args[-1].startswith("-"):  # a subcommand and its arguments: an example
-                found.append((line, args))
-    return found
-
-
-def _help_texts() -> str:
-    """Every `--help` text of the CLI: the top level and each subcommand's."""
-    import argparse
-
-    parser = cli.build_parser()
-    texts = [parser.format_help()]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            texts += [sub.format_help() for sub in action.choices.values()]
-    return "\n".join(texts)
-
-
-def _examples() -> list:
-    out = []
-    for path in DOCS:
-        rel = path.relative_to(ROOT).as_posix()
-        out += [pytest.param(args, id=f"{rel}:{line}") for line, args in commands(path.read_text(encoding="utf-8"))]
-    for name, spec in _params.experiments().items():
-        if spec.to_decide is not None:
-            out.append(pytest.param(_repro_args(_tokens(spec.to_decide.command))[0], id=f"{name}:to_decide"))
-        text = (ROOT / "src" / "repro" / "experiments" / name / "profile.yaml").read_text(encoding="utf-8")
-        out += [pytest.param(args, id=f"{name}/profile.yaml:{line}") for line, args in commands(text)]
-    out += [pytest.param(args, id=f"--help:{i}") for i, (_, args) in enumerate(commands(_help_texts()))]
-    return out
-
-
-def _filled(pairs: list[str]) -> list[str]:
-    """``-p`` pairs without the placeholders a reader fills in (``optimizers=sgd,adam,<yours>`` -> ``sgd,adam``)."""
-    out = []
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        items = [v for v in value.split(",") if not PLACEHOLDER.match(v.strip())]
-        if items:
-            out.append(f"{name}={','.join(items)}")
-    return out
 
 
 def check(args: list[str], capsys) -> None:
@@ -136,7 +41,7 @@ def check(args: list[str], capsys) -> None:
         names = list(_params.experiments()) if ns.experiment == "all" else [ns.experiment]
         for name in names:
             spec = _params.spec(name)
-            p = spec.resolve(ns.profile, spec.parse_overrides(_filled(ns.param)))
+            p = spec.resolve(ns.profile, spec.parse_overrides(filled(ns.param)))
             _preflight_names_only_what_is_absent_here(name, p, ns.profile)
     if ns.command == "predict" and ns.hardware and not PLACEHOLDER.match(ns.hardware):
         from repro.predict import perfmodel
@@ -159,7 +64,7 @@ def _preflight_names_only_what_is_absent_here(name: str, p, profile: str) -> Non
     assert not odd, f"`repro run {name} --profile {profile}`: the preflight blocks for {odd}"
 
 
-EXAMPLES = _examples()
+EXAMPLES = examples()
 
 
 @pytest.mark.parametrize("args", EXAMPLES)
@@ -194,28 +99,10 @@ def test_a_wrong_example_fails(bad, capsys):
         check(bad, capsys)
 
 
-def _parameters_cell(path: Path) -> str:
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return next("".join(c["source"]) for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
-
-
-def _literal_after(text: str, marker: str):
-    """The Python literal (a dict) that follows ``marker`` in ``text``, its braces balanced; None where none does."""
-    start = text.find("{", text.find(marker)) if marker in text else -1
-    if start < 0:
-        return None
-    depth = 0
-    for i, ch in enumerate(text[start:], start):
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth == 0:
-            return ast.literal_eval(text[start:i + 1])
-    raise AssertionError(f"unbalanced braces after {marker!r}: {text[start:]}")
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebooks_parameters_and_their_examples_resolve(path):
     spec = next(s for s in _params.experiments().values() if s.notebook == path.name)
-    cell = _parameters_cell(path)
+    cell = parameters_cell(path)
     lines = {line.split("=", 1)[0].strip(): line for line in cell.splitlines() if "=" in line}
     profile_value, _, named = lines["profile"].partition("#")
     profile = ast.literal_eval(profile_value.split("=", 1)[1].strip())
@@ -226,7 +113,7 @@ def test_every_notebooks_parameters_and_their_examples_resolve(path):
             assert word in spec.profiles, f"{path.name}: the parameters cell names profile {word!r}"
     value, _, comment = lines["overrides"].partition("#")
     spec.resolve(profile, ast.literal_eval(value.split("=", 1)[1].strip()))
-    example = _literal_after(comment, "e.g.")
+    example = literal_after(comment, "e.g.")
     assert example is not None, f"{path.name}: the overrides line shows no example"
     spec.resolve(profile, example)
 
