@@ -136,3 +136,27 @@ def test_the_interval_is_read_when_the_row_is_judged(monkeypatch):
 def test_a_claim_without_an_interval_rule_is_refused():
     with pytest.raises(claims.ClaimsError, match="no interval rule"):
         modelinterval.gate("vgg_worst", PAIRS["model_vgg_worst"][0])
+
+
+def test_the_model_tables_carry_each_steps_exposed_share_and_the_gate_widens_with_it():
+    """Issue 58: the model tables the judges read (modelbasis.paper_scale) carry each step's compute, communication and
+    exposed seconds, so each prediction gets its own interval (loso.with_interval): within one regime a step with more
+    exposed communication (VGG-16's 138 M weights) gets a wider interval than one with little (ResNet-50's 26 M), as
+    sqrt(floor + exposed share) says. Without those columns (the tables before) every prediction of a regime gets
+    the same width."""
+    from repro.experiments.distributed import modelbasis
+
+    tp = pd.DataFrame([{"method": m, "workers": 1, "model": model, "batch_size": 32, "parameters": params,
+                        "hardware": "k80-p2.16xlarge", "total_images_per_sec": 30.0}
+                       for m in ("horovod", "ps_sync") for model, params in (("vgg16", 138_357_544),
+                                                                            ("resnet50", 25_636_712))])
+    pred = modelbasis.paper_scale(tp)
+    assert {"compute_s", "comm_s", "exposed_s"} <= set(pred.columns) and (pred["exposed_s"] >= 0).all()
+    iv = modelinterval.with_interval(pred).set_index(["method", "model", "workers"])
+    width = iv["efficiency_high"] - iv["efficiency_low"]
+    share = iv["exposed_s"] / (iv["compute_s"] + iv["comm_s"])
+    assert share[("horovod", "vgg16", 10)] > 2 * share[("horovod", "resnet50", 10)]
+    assert width[("horovod", "vgg16", 10)] > 1.2 * width[("horovod", "resnet50", 10)]
+    flat = modelinterval.with_interval(pred[pred.columns[:6]]).set_index(["method", "model", "workers"])
+    flat_width = flat["efficiency_high"] - flat["efficiency_low"]
+    assert flat_width[("horovod", "vgg16", 10)] == pytest.approx(flat_width[("horovod", "resnet50", 10)])

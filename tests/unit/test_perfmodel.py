@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import pandas as pd
 import pytest
 
 from repro import cli
@@ -76,7 +77,7 @@ def test_repro_predict_prints_the_model_and_refuses_bad_input_in_one_line(capsys
                      "--workers", "2,20"]) == 0
     out = capsys.readouterr().out
     assert "no measurement" in out and out.count("\nhorovod") == 2 and out.count("\nps_sync") == 2
-    assert "interval of horovod, ps_sync: " in out or "interval of horovod: " in out
+    assert "interval of horovod (regime '" in out and "interval of ps_sync (regime '" in out
     base = {"--hardware": "k80-p2.16xlarge", "--model": "vgg16", "--method": "horovod", "--workers": "2"}
     for change, word in (({"--method": "allreduce"}, "allreduce"), ({"--model": "alexnet"}, "alexnet"),
                          ({"--workers": "2,x"}, "--workers"), ({"--hardware": "nope"}, "nope")):
@@ -154,6 +155,34 @@ def test_a_per_step_latency_adds_its_seconds_to_a_step_of_several_workers_only()
     with_profile = perfmodel.step(dataclasses.replace(K80, step_latency_s=0.01), "resnet50", "horovod", 4, 32,
                                   25_636_712)
     assert with_profile["comm_s"] == pytest.approx(slow["comm_s"])
+
+
+def test_repro_predict_explains_each_rows_own_interval_with_the_numbers_of_its_rows():
+    """Issue 58: the interval lines of ``repro predict`` say how each row's interval is made (the regime's scaled
+    quantiles times the row's sqrt(floor + exposed share)) and quote the narrowest and widest rows' offsets, which are
+    the table's own (efficiency_low / _high minus efficiency, where not clipped): no per-regime figure that no row
+    has. The breakdown's shares add up to each step."""
+    from repro.predict import command, loso, measured
+
+    prof = hardware.load("k80-p2.16xlarge-hosts")  # a real topology without its own overhead: the fitted one
+    text = command.prediction(prof, "resnet50", ["horovod", "ps_sync"], [1, 16, 64], 32)
+    table = pd.concat([loso.with_interval(perfmodel.predict(prof, "resnet50", m, [1, 16, 64], 32, None, 1,
+                                                            measured.overhead_for(m)),
+                                          loso.regime_of(prof, m, [1, 16, 64]))
+                       for m in ("horovod", "ps_sync")]).set_index(["method", "workers"])
+    hvd_rows = table.loc[[("horovod", 16), ("horovod", 64)]]
+    assert (hvd_rows["efficiency_high"] < 1).all() and (hvd_rows["efficiency_low"] > 0).all()  # none clipped
+    hvd = next(line for line in text.splitlines() if line.startswith("interval of horovod (regime '"))
+    for n in (16, 64):
+        lo, hi = (table.loc[("horovod", n), k] - table.loc[("horovod", n), "efficiency"]
+                  for k in ("efficiency_low", "efficiency_high"))
+        assert f"{lo:+.2f} to {hi:+.2f} at N = {n}" in hvd
+    q10, q90, floor = loso.scaled_quantiles(loso.regime_of(prof, "horovod", [16]))
+    assert f"{q10:+.2f} to {q90:+.2f} times sqrt({floor:.3f} + the row's exposed share" in hvd
+    ps = table.loc[("ps_sync", 16)]
+    assert ps["efficiency_high"] - ps["efficiency_low"] > 2 * (table.loc[("horovod", 16), "efficiency_high"]
+                                                               - table.loc[("horovod", 16), "efficiency_low"])
+    assert "the term that limits scaling" in text and "exposed communication" in text
 
 
 def test_an_input_bound_caps_a_hosts_images_and_the_breakdown_names_the_limiting_term(capsys):

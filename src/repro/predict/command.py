@@ -34,14 +34,11 @@ def prediction(prof, model: str, methods: list[str], workers: list[int], batch: 
     cols = ["method", "workers", "images_per_s", "images_low", "images_high", "efficiency", "efficiency_low",
             "efficiency_high", "compute_s", "comm_s"]
     lines = [f"{model} on {prof.name} ({prof.link} links), batch {batch} per worker: the analytic model "
-             "(repro.predict.perfmodel), no measurement; *_low / *_high: an 80 % interval from the model's errors on "
-             "published clusters it was not fitted to (repro predict --validate loso)"
+             "(repro.predict.perfmodel), no measurement; *_low / *_high: each row's own 80 % interval from the "
+             "model's errors on published clusters it was not fitted to (repro predict --validate loso), wider where "
+             "more of the step is exposed communication"
              + ("; per-step overhead fitted on published measurements" if fitted else "")]
-    for regime in dict.fromkeys(regimes.values()):
-        lo, hi = loso.interval(regime)
-        which = [m for m in methods if regimes[m] == regime]
-        lines.append(f"interval of {', '.join(which)}: {lo:+.2f} to {hi:+.2f} of efficiency, the 10th and 90th "
-                     f"percentiles of the leave-one-source-out residuals of the regime '{regime}'")
+    lines += [interval_line(table, m, regimes[m]) for m in methods]
     if prof.batch and batch != prof.batch:
         lines.append(f"note: the profile's images/s were measured at batch {prof.batch}; at batch {batch} the model "
                      "assumes the time to compute a step's gradients scales linearly with the batch")
@@ -54,6 +51,25 @@ def prediction(prof, model: str, methods: list[str], workers: list[int], batch: 
               breakdown(table).to_string(index=False, float_format=lambda v: f"{v:.3f}")]
     lines.append("not modelled: " + "; ".join(perfmodel.limits(prof, model) + list(perfmodel.NOT_MODELLED)))
     return "\n".join(lines)
+
+
+def interval_line(table: pd.DataFrame, method: str, regime: str) -> str:
+    """How ``method``'s rows of ``table`` got their intervals: the regime's leave-one-source-out residuals, each
+    divided by its point's ``sqrt(floor + exposed share)`` (:func:`repro.predict.loso.scaled_quantiles`), their 10th
+    and 90th percentiles times each row's own factor; the narrowest and widest of the rows with N > 1 (before the
+    efficiency is clipped to 0-1)."""
+    q10, q90, floor = loso.scaled_quantiles(regime)
+    g = table[(table["method"] == method) & (table["workers"] > 1)]
+    head = (f"interval of {method} (regime '{regime}'): efficiency {q10:+.2f} to {q90:+.2f} times sqrt({floor:.3f} + "
+            "the row's exposed share of its step), the 10th and 90th percentiles of the regime's leave-one-source-out "
+            "residuals, each divided by its point's same factor")
+    if g.empty:
+        return head
+    share = (g["exposed_s"] / (g["compute_s"] + g["comm_s"])).clip(0.0, 1.0)
+    width = loso.scale(share, floor)
+    ends = [(int(g.loc[i, "workers"]), q10 * width[i], q90 * width[i]) for i in (width.idxmin(), width.idxmax())]
+    span = "; ".join(dict.fromkeys(f"{lo:+.2f} to {hi:+.2f} at N = {n}" for n, lo, hi in ends))
+    return f"{head}: here {span}"
 
 
 def breakdown(table: pd.DataFrame) -> pd.DataFrame:

@@ -253,6 +253,14 @@ def interval(regime_name: str | None = None) -> tuple[float, float]:
     return float(res.quantile(INTERVAL[0])), float(res.quantile(INTERVAL[1]))
 
 
+def scaled_quantiles(regime_name: str | None = None) -> tuple[float, float, float]:
+    """(10th, 90th percentile, floor) of the package's leave-one-source-out residuals, each divided by its point's
+    :func:`scale`: of ``regime_name``'s points where it has :data:`MIN_REGIME_POINTS`, else of all. A prediction's
+    80 % interval is its efficiency plus these quantiles times its own ``scale(exposed share, floor)``
+    (:func:`with_interval`)."""
+    return _offsets(residuals(), regime_name)
+
+
 def regime_of(prof, method: str, workers) -> str:
     """The :data:`REGIMES` key a prediction on hardware profile ``prof`` falls in (synthetic data, float32): the
     rule of :func:`regime`, given the prediction as a point (a network where ``workers`` exceed a host's GPUs)."""
@@ -271,7 +279,7 @@ def with_interval(pred: pd.DataFrame, regime_name: str | None = None) -> pd.Data
     :func:`scale`, its exposed share ``exposed_s / (compute_s + comm_s)``; a table without ``exposed_s`` takes
     :func:`interval`'s offsets, one for every row."""
     if {"exposed_s", "compute_s", "comm_s"} <= set(pred.columns):
-        q10, q90, floor = _offsets(residuals(), regime_name)
+        q10, q90, floor = scaled_quantiles(regime_name)
         width = scale((pred["exposed_s"] / (pred["compute_s"] + pred["comm_s"])).clip(0.0, 1.0), floor)
         lo, hi = q10 * width, q90 * width
     else:

@@ -12,7 +12,10 @@ from repro.core import verdicts as V
 from repro.experiments.distributed.common import PAPER_PROCESSES
 from repro.experiments.distributed.paramtypes import DistributedParams
 
-COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware"]
+# compute_s, comm_s and exposed_s (a step's seconds: its compute, the rest, and the communication not hidden behind
+# the backward pass): each prediction's own 80 % interval width (repro.predict.loso.with_interval, issue 58)
+COLUMNS = ["method", "workers", "model", "total_images_per_sec", "efficiency", "hardware", "compute_s", "comm_s",
+           "exposed_s"]
 
 
 def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False, profiles: dict | None = None) -> pd.DataFrame:
@@ -37,7 +40,8 @@ def _rows(tp: pd.DataFrame, points, ps: int, real: bool = False, profiles: dict 
             prof, extra = load(prof.topology_profile), measured.overhead_for(method)
         got = perfmodel.step(prof, model, method, int(n), int(r["batch_size"]), int(r["parameters"]), ps, extra)
         rows.append({"method": method, "workers": int(n), "model": model, "total_images_per_sec": got["images_per_s"],
-                     "efficiency": got["efficiency"], "hardware": prof.name})
+                     "efficiency": got["efficiency"], "hardware": prof.name,
+                     **{k: got[k] for k in ("compute_s", "comm_s", "exposed_s")}})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -3,7 +3,11 @@
 The interval is :func:`repro.predict.loso.interval`: (low, high) offsets of scaling efficiency, the 10th and 90th
 percentiles of the model's leave-one-source-out residuals (measured - predicted) on published measurements. It is
 read when a row is judged, never copied, so a change of the model or of the measurements moves it.
-:func:`repro.predict.loso.with_interval` turns it into each prediction's images/s at both ends.
+:func:`repro.predict.loso.with_interval` turns it into each prediction's images/s at both ends, each prediction's own
+width: the model tables (:func:`repro.experiments.distributed.modelbasis.paper_scale`) carry each step's compute,
+communication and exposed seconds, and the regime's residuals, each divided by its point's ``sqrt(floor + exposed
+share)``, are multiplied by the prediction's (issue 58); a table without ``exposed_s`` gets the regime's quantiles
+themselves, one width for every row. The evidence names the regime's unscaled quantiles (:func:`text`).
 
 A model row (:func:`repro.experiments.distributed.verdicts.model_finding`) is decided only where its outcome holds
 at both ends of the interval of every prediction it reads, each prediction taken on its own (the pessimistic
@@ -55,7 +59,8 @@ def regimes(pred: pd.DataFrame) -> dict[str, str]:
 def with_interval(pred: pd.DataFrame) -> pd.DataFrame:
     """``pred`` (a model table: method, workers, model, total_images_per_sec, efficiency, hardware) with each row's
     80 % interval of images/s (``images_low``, ``images_high``; one worker: the prediction itself), from the
-    residuals of its method's regime (:func:`regimes`, :func:`repro.predict.loso.with_interval`)."""
+    residuals of its method's regime (:func:`regimes`, :func:`repro.predict.loso.with_interval`), its width the
+    row's own where the table has ``exposed_s``, ``compute_s`` and ``comm_s``."""
     from repro.predict import loso
 
     reg = regimes(pred)
