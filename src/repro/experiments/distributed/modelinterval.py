@@ -7,7 +7,7 @@ read when a row is judged, never copied, so a change of the model or of the meas
 width: the model tables (:func:`repro.experiments.distributed.modelbasis.paper_scale`) carry each step's compute,
 communication and exposed seconds, and the regime's residuals, each divided by its point's ``sqrt(floor + exposed
 share)``, are multiplied by the prediction's (issue 58); a table without ``exposed_s`` gets the regime's quantiles
-themselves, one width for every row. The evidence names the regime's unscaled quantiles (:func:`text`).
+themselves, one width for every row. The evidence (:func:`text`) names the quantiles each width multiplies.
 
 A model row (:func:`repro.experiments.distributed.verdicts.model_finding`) is decided only where its outcome holds
 at both ends of the interval of every prediction it reads, each prediction taken on its own (the pessimistic
@@ -70,17 +70,23 @@ def with_interval(pred: pd.DataFrame) -> pd.DataFrame:
 
 
 def text(pred: pd.DataFrame | None = None) -> str:
-    """The interval in words: per regime of ``pred``'s methods (all: the residuals of every point)."""
+    """The interval in words: per regime of ``pred``'s methods (all: the residuals of every point); where ``pred``
+    carries each step's exposed share, the scaled quantiles that each prediction's own width multiplies."""
+    from repro.predict import loso
+
     reg = regimes(pred) if pred is not None else {"": ""}
     if set(reg.values()) == {""}:
         reg = {"": ""}
+    own = pred is not None and {"exposed_s", "compute_s", "comm_s"} <= set(pred.columns)
     spans = []
     for r in dict.fromkeys(reg.values()):
-        lo, hi = interval(r or None)
+        lo, hi, floor = loso.scaled_quantiles(r or None) if own else (*interval(r or None), 0.0)
         which = f" for {', '.join(m for m in reg if reg[m] == r)} ('{r}')" if r else ""
-        spans.append(f"{lo:+.2f} to {hi:+.2f}{which}")
-    return (f"the model's 80 % interval ({'; '.join(spans)} of scaling efficiency around each prediction: the "
-            "10th and 90th percentiles of its leave-one-source-out residuals on published measurements)")
+        times = f" times sqrt({floor:.3f} + the step's exposed share)" if own else ""
+        spans.append(f"{lo:+.2f} to {hi:+.2f}{times}{which}")
+    source = ("10th and 90th percentiles of its leave-one-source-out residuals on published measurements"
+              + (", each divided by its point's sqrt(floor + exposed share)" if own else ""))
+    return f"the model's 80 % interval ({'; '.join(spans)} of scaling efficiency around each prediction: the {source})"
 
 
 def _all(xs) -> Open:
