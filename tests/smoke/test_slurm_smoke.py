@@ -196,7 +196,7 @@ GRID_EVIDENCE = ("distributed-scaling", "distributed-faults")
 def test_distributed_smoke_through_slurm_matches_local(testbed, smoke_runs, tmp_path):
     """The smoke grid and the kill-a-worker runs as SLURM jobs, against the session's local smoke run (no
     training repeated: the emulated grid and the bandwidth sweep shape their own links and run locally either
-    way, and the Table 1 audit builds models, so they are off here; Horovod is the local run's where installed):
+    way, and the Table 1 audit builds models, so they are off here, as is Horovod, which CI's local run lacks):
     the same tables, throughputs within FACTOR, the same ledger categories where the grid and the kills decide
     them; every SLURM job recorded (scheduler, job ids, nodes, elapsed)."""
     over = {"emulate": {"hardware": None}, "sweep": {"bandwidths": None}, "audit_models": None,
@@ -229,6 +229,7 @@ def test_speedup_smoke_through_slurm_matches_local(testbed, smoke_runs, tmp_path
     led = _compare(local, res.run_dir, "ledger", ["claim"], "category")
     assert (led["local"] == led["slurm"]).all(), led[led["local"] != led["slurm"]]
     runs = _compare(local, res.run_dir, "runs", ["network", "server", "workers", "mode", "semaphore"], "iterations")
+    assert len(runs) == len(pd.read_csv(local / "runs.csv"))  # the whole measured grid
     assert (runs["local"] == runs["slurm"]).all()  # the same batches trained in every configuration
     jobs = pd.read_csv(res.run_dir / "slurm_jobs.csv")
     assert len(jobs) == 5 and set(jobs["state"]) == {"COMPLETED"}  # one probe, four training clusters
