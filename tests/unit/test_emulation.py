@@ -533,3 +533,39 @@ def test_the_dilation_check_names_a_model_outside_the_grid_in_one_line():
     with pytest.raises(ParameterError, match=r"^parameter 'dilation_check.factor': needs a cluster of two or more workers"):
         de.check(_dist_params(emulate_workers=[1]))
     de.check(_dist_params(emulate_workers=[1], dilation_check=0.0))  # no check: nothing to refuse
+
+
+@pytest.mark.parametrize("experiment, overrides, param", [
+    ("speedup", {"dilation_check": 100.0}, "dilation_check"),
+    ("speedup", {"emulate.batches": 4000}, "emulate.batches"),
+    ("distributed", {"dilation_check.factor": 100.0}, "dilation_check.factor"),
+    ("distributed", {"emulate.steps": 100}, "emulate.steps"),
+])
+def test_waits_longer_than_the_timeout_are_refused_in_one_line_before_anything_trains(experiment, overrides, param,
+                                                                                    results_root):
+    """The fuzz's find (``speedup --profile smoke -p dilation_check=100``: the check's cluster waited past the
+    600 s timeout after the real grid had trained): refused in prepare, naming the parameter; the same
+    parameters with a timeout that holds the waits pass the check (the counterfactual)."""
+    from repro.core import params as P
+    from repro.experiments.distributed import emulation as de
+    from repro.experiments.distributed import experiment as distributed
+    from repro.experiments.speedup import waits
+
+    entry = speedup.run if experiment == "speedup" else distributed.run
+    with pytest.raises(ClusterError) as exc:
+        entry("smoke", overrides)
+    assert str(exc.value).startswith(f"parameter '{param}': ") and "more than timeout = " in str(exc.value)
+    assert "\n" not in str(exc.value) and (not results_root.exists() or not any(results_root.rglob("*.json")))
+    roomy = P.resolve(experiment, "smoke", {**overrides, "timeout": 86400.0})
+    check = waits.check if experiment == "speedup" else de.check_waits
+    check(roomy, hardware.load(roomy.emulate.hardware))  # nothing refused
+
+
+def test_the_least_wait_is_d_over_n_batches_of_t_grad_times_the_dilation_per_network_and_mode():
+    from repro.core import params as P
+    from repro.experiments.speedup import waits
+
+    p = P.resolve("speedup", "smoke", {"emulate.modes": ["sync-join", "async"], "emulate.batches": 8})
+    emu = emulation.setup(p, hardware.load(p.emulate.hardware))
+    c = {"server": "distributed", "workers": 2, "networks": ["SqueezeNet"], "dilation": 4.0}
+    assert waits.least_seconds(c, emu, p.emulate) == pytest.approx(8 / 2 * 0.758 * 4.0 * 2)

@@ -336,3 +336,12 @@ def check_memory(model_bytes: float, copies: float, processes: int, available: f
                            f"+ {processes} processes x {PROCESS_BASE_BYTES / 1e6:.0f} MB); {available / 1e9:.1f} GB "
                            "available: refused before any process starts")
     return need
+
+
+def check_waits(seconds: float, timeout: float, param: str, what: str) -> float:
+    """Refuse a cluster whose dilated waits alone (``t_grad x dilation`` per step: no machine speed shortens
+    them) exceed the run's ``timeout``; it would fail only after everything before it trained."""
+    if seconds > timeout:
+        raise PredictError(f"parameter '{param}': {what} waits at least {seconds:.0f} s (t_grad x dilation in its "
+                           f"steps alone), more than timeout = {timeout:g} s: lower {param} or raise timeout")
+    return seconds

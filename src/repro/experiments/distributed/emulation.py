@@ -90,14 +90,8 @@ def footprint(method: str, n: int, p: DistributedParams) -> tuple[float, int]:
     return COPIES_WORKER * n + COPIES_PS * ps + (COPIES_CHIEF if ps else 0), n + ps + (1 if ps else 0)
 
 
-def plan(p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame, cores: int | None = None,
-         available: float | None = None) -> list[dict]:
-    """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
-    import psutil
-
-    cores = cores or os.cpu_count() or 1
-    available = available if available is not None else float(psutil.virtual_memory().available)
-    sizes = _model_bytes(p, audit)
+def dilations(p: DistributedParams, prof: hardware.Profile, cores: int) -> list[dict]:
+    """Every emulated cluster with its dilation (``dilation``, else the least the cores can carry)."""
     out = []
     for method in p.emulate.methods:
         for n in p.emulate.workers:
@@ -107,11 +101,39 @@ def plan(p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame, core
                 hardware.check_dilation(f, prof.link, k, cores, what)
             else:
                 k = round(least_dilation(method, n, p, prof.link, cores), 2)
-            copies, processes = footprint(method, n, p)
-            hardware.check_memory(max(sizes.values()), copies, processes, available,
-                                  f"the emulated cluster {what} ({', '.join(p.emulate.models)})")
             out.append({"method": method, "workers": n, "dilation": k})
     return _same_baseline(out)
+
+
+def plan(p: DistributedParams, prof: hardware.Profile, audit: pd.DataFrame, cores: int | None = None,
+         available: float | None = None) -> list[dict]:
+    """Every emulated cluster with its dilation; refuses CPU or memory it would not have, before any process."""
+    import psutil
+
+    available = available if available is not None else float(psutil.virtual_memory().available)
+    sizes = _model_bytes(p, audit)
+    todo = dilations(p, prof, cores or os.cpu_count() or 1)
+    for c in todo:
+        copies, processes = footprint(c["method"], c["workers"], p)
+        hardware.check_memory(max(sizes.values()), copies, processes, available,
+                              f"the emulated cluster {c['method']} with {c['workers']} workers "
+                              f"({', '.join(p.emulate.models)})")
+    return todo
+
+
+def check_waits(p: DistributedParams, prof: hardware.Profile, cores: int | None = None) -> None:
+    """Refuse (one line, before anything trains) an emulated cluster whose waits alone exceed ``timeout``:
+    every timed step waits ``t_grad x dilation`` of each model (the warm-up waits nothing), which no machine
+    speed shortens, in one run under one ``timeout``."""
+    cores = cores or os.cpu_count() or 1
+    todo = dilations(p, prof, cores)
+    named = [(c, p.emulate.models, "emulate.steps", "the emulated grid") for c in todo]
+    named += [(c, p.dilation_check.models, "dilation_check.factor", "the dilation check")
+              for c in check_plan(p, prof, todo, cores)]
+    for c, models, param, what in named:
+        seconds = p.emulate.steps * c["dilation"] * sum(prof.t_grad(m, p.batch_size, prof.batch) for m in models)
+        where = f"{what}'s cluster of {c['method']} with {c['workers']} workers (dilation {c['dilation']:g})"
+        hardware.check_waits(seconds, p.timeout, param, where)
 
 
 def check_plan(p: DistributedParams, prof: hardware.Profile, todo: list[dict],

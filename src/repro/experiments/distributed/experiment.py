@@ -133,10 +133,13 @@ class Distributed(harness.Experiment[DistributedParams, Inputs]):
         if p.launcher == "slurm":  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(runs.slurm_tasks(p))
         emulation.check(p)
+        prof = emulation.profile(p)
+        if prof is not None:  # waits longer than the timeout: one line before anything trains
+            emulation.check_waits(p, prof)
         missing = "horovod" in p.methods and not programs.horovod_available()
         if missing:  # an optional backend: say so in one line and measure the other methods
             print(f"repro: {HOROVOD_NOT_INSTALLED}; the Horovod rows say so", file=sys.stderr, flush=True)
-        return Inputs(models, missing, emulation.profile(p))
+        return Inputs(models, missing, prof)
 
     def measure(self, run, p: DistributedParams, inputs: Inputs) -> harness.Output:
         run.add_dataset(_dataset_info(p, inputs.models))

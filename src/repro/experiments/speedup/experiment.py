@@ -31,7 +31,7 @@ from repro.book.report import glue
 from repro.cluster import slurm
 from repro.core import claims, harness, preflight
 from repro.core.harness import Result
-from repro.experiments.speedup import emulation, parameters, rounding, statements
+from repro.experiments.speedup import emulation, parameters, rounding, statements, waits
 from repro.experiments.speedup import measure as sm
 from repro.experiments.speedup.equations import (
     SERVERS,
@@ -141,11 +141,14 @@ class Speedup(harness.Experiment[SpeedupParams, Inputs]):
         if p.measure.enabled:
             sm.check(p)
         emulation.check(p)
+        prof = emulation.profile(p)
+        if prof is not None:  # waits longer than the timeout: one line before anything trains
+            waits.check(p, prof)
         if p.measure.enabled or p.emulate.hardware is not None:
             cluster.resolve_isolation("auto")  # no private namespace: one-line error before the run opens
         if p.measure.enabled and sm.slurm_tasks(p):  # a drained node, no SLURM: one line before the run opens
             slurm.preflight(sm.slurm_tasks(p))
-        return Inputs(table_6_1(p.networks), emulation.profile(p))
+        return Inputs(table_6_1(p.networks), prof)
 
     def measure(self, run, p: SpeedupParams, inputs: Inputs) -> harness.Output:
         table = inputs.table
