@@ -24,7 +24,7 @@ from repro import cli
 from repro.core import params as _params
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "book").glob("*.md"))]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PLACEHOLDER = re.compile(r"^<[^<>\s]+>$")  # a value the reader supplies: <run-id>, <yours>, <profile>
 FENCE = re.compile(r"^```([A-Za-z]*)[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -43,7 +43,8 @@ def _repro_args(tokens: list[str]) -> list[list[str]]:
                 out.append(current)
             current = None
         elif current is not None:
-            current.append(tok)
+            if current or tok != "repro":  # `docker run ... repro repro run ...`: an image named repro, then the command
+                current.append(tok)
         elif (tok == "repro" or tok.endswith("/repro")) and not before.startswith("-"):  # not `--name repro`
             current = []
         before = tok
