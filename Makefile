@@ -1,10 +1,11 @@
 # Two entry points (see README.md):
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
 #   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier;
-#               the unit tier on every core, then the others in one session)
+#               the unit tier on every core, the others on two workers, then those marked `alone` one at a time)
 #   make test-unit   the fast tier alone (tests/unit on every core, under a minute: 40-59 s on 2 cores after the day's
 #                    merges, 2026-11-28, bare Keras 1544 img/s; what trains or starts a process is in tests/smoke)
-#   make test-extras the tests that need an optional part (marker `extras`), alone
+#   make test-extras only the tests that need an optional part (marker `extras`): on two workers, then those marked
+#                    `alone` one at a time
 #   make fuzz        a larger sample of valid parameter sets drawn from the schemas, each run and rendered, and
 #                    every example a user is shown, run whatever it costs
 #   make front-page  docs/front-page.png from the built published book (needs Chromium; see tools/front_page_png.py)
@@ -20,9 +21,11 @@ book: $(STAMP)
 	$(BIN)/repro run all --profile $(PROFILE)
 	$(BIN)/repro book --profile $(PROFILE)
 
-test: lint  # the fast tier on every core first, as make test-unit runs it, then the other tiers in one session
+test: lint  # the fast tier on every core, as make test-unit runs it; the other tiers on two workers, then the ones
+	# marked `alone` (they time something, or read the smoke runs one session makes once) one at a time
 	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=5 tests/unit
-	$(BIN)/python -m pytest -v --durations=25 --ignore=tests/unit
+	$(BIN)/python -m pytest -v --durations=15 -n 2 --dist loadfile -m "not alone" --ignore=tests/unit
+	$(BIN)/python -m pytest -v --durations=15 -m alone --ignore=tests/unit
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=15 tests/unit
@@ -32,8 +35,9 @@ fuzz: $(STAMP)  # a larger sample of valid parameter sets (repro.core.paramfuzz)
 	REPRO_FUZZ_N=$${REPRO_FUZZ_N:-24} REPRO_FUZZ_ALL=1 REPRO_EXAMPLES_ALL=1 $(BIN)/python -m pytest -v \
 		tests/smoke/test_param_fuzz.py tests/smoke/test_examples_run.py
 
-test-extras: $(STAMP)
-	$(BIN)/python -m pytest -v --durations=15 -m extras
+test-extras: $(STAMP)  # on two workers, then the ones marked `alone` one at a time
+	$(BIN)/python -m pytest -v --durations=10 -n 2 --dist loadfile -m "extras and not alone"
+	$(BIN)/python -m pytest -v --durations=10 -m "extras and alone"
 
 mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[mutation]"

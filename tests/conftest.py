@@ -32,9 +32,13 @@ def unmarked_extras(items) -> list[str]:
             and not item.get_closest_marker(EXTRAS_MARK)]
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: the marks added here count
 def pytest_collection_modifyitems(config, items):
     from repro.core import provenance
 
+    for item in items:  # the smoke runs are made once per session: their readers share the one-at-a-time session
+        if "smoke_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.alone)
     unmarked = unmarked_extras(items)
     if unmarked:
         raise pytest.UsageError(f"{len(unmarked)} test(s) need an optional part but are not marked "

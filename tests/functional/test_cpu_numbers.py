@@ -20,6 +20,9 @@ import pytest
 from repro.book import build as book
 from repro.core import harness, params, results
 
+# one test at a time (the marker in pyproject.toml): it times the repeated run's training time against the published one
+pytestmark = pytest.mark.alone
+
 PUBLISHED = "cpu"
 # Same seed, data and code: only floating-point reduction order (oneDNN threads) differs between runs
 # on a CPU. One accuracy point is 10 of the subset's 1,000 test images.

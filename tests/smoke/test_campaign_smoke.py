@@ -8,8 +8,13 @@ import io
 import sys
 import time
 
+import pytest
+
 from repro.campaign import device
 from repro.campaign.settings import Log
+
+# one test at a time (the marker in pyproject.toml): it times device.timed's limits and how soon a run is stopped
+pytestmark = pytest.mark.alone
 
 
 def _log() -> tuple[Log, io.StringIO]:

@@ -21,6 +21,9 @@ import pytest
 from repro import cluster
 from repro.cluster import ClusterError, ClusterTimeout, TaskFailed
 
+# one test at a time (the marker in pyproject.toml): it times shaped links' rates and the job timeouts
+pytestmark = pytest.mark.alone
+
 EX = "repro.cluster.examples"
 NETNS = cluster.netns_available()
 needs_netns = pytest.mark.skipif(not NETNS, reason="no private network namespace here (unshare --net)")

@@ -19,6 +19,9 @@ from repro.core import claims, ledger
 from repro.core import verdicts as V
 from repro.experiments.cost_study import sweep
 
+# one test at a time (the marker in pyproject.toml): it times timings of the child processes
+pytestmark = pytest.mark.alone
+
 
 @pytest.mark.slow
 def test_smoke_notebook_results(smoke_runs):

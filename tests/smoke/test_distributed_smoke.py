@@ -17,6 +17,9 @@ from repro.experiments.distributed.common import FINDINGS, MODEL_FINDINGS
 from repro.experiments.distributed.programs import horovod_available
 from repro.predict import perfmodel
 
+# one test at a time (the marker in pyproject.toml): it times emulated images/sec against the wait's bound
+pytestmark = pytest.mark.alone
+
 NETNS = cluster.netns_available()
 ISO = {"isolation": "auto", "allow_exposed": not NETNS}
 PROGRAMS = "repro.experiments.distributed.programs"

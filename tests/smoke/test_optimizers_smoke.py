@@ -13,6 +13,9 @@ import pytest
 from repro.core import params
 from repro.experiments.optimizers import experiment as optimizers
 
+# one test at a time (the marker in pyproject.toml): it times a killed run's resume
+pytestmark = pytest.mark.alone
+
 TINY = {"train_samples": 192, "test_samples": 96, "epochs": 3, "batch_size": 32, "seeds": [0],
         "optimizers": ["sgd", "adam", "rmsprop"], "tuned": False}
 METRICS = ["loss", "accuracy", "test_loss", "test_accuracy"]

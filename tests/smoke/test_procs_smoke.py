@@ -8,8 +8,12 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from repro.core.procs import stop_group
+
+# one test at a time (the marker in pyproject.toml): it times how soon a child is stopped
+pytestmark = pytest.mark.alone
 
 DEAF = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
 # a group leader that leaves behind a child deaf to SIGTERM, then exits on SIGTERM itself

@@ -14,6 +14,9 @@ import pytest
 from repro.experiments.distributed.common import HOROVOD_NOT_INSTALLED
 from repro.experiments.distributed.programs import horovod_available
 
+# one test at a time (the marker in pyproject.toml): it times how soon an interrupted run stops
+pytestmark = pytest.mark.alone
+
 
 @pytest.mark.slow
 def test_unavailable_dataset_is_one_clear_line_before_any_run_directory(tmp_path):

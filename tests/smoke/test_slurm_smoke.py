@@ -21,7 +21,9 @@ import pytest
 from repro import cluster
 from repro.core import harness, results
 
-pytestmark = pytest.mark.extras  # every test here needs an optional part (see tests/conftest.py)
+# every test here needs an optional part (see tests/conftest.py), and compares throughputs with the local smoke run's
+# or waits on timeouts: it runs alone (make test-extras)
+pytestmark = [pytest.mark.extras, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = "/run/repro-slurm/slurm.conf"

@@ -13,6 +13,9 @@ from repro.core import verdicts as V
 from repro.experiments.speedup import emulation, parameters, statements
 from repro.ml import models
 
+# one test at a time (the marker in pyproject.toml): it times emulated speedups against the waits and the stated tolerances
+pytestmark = pytest.mark.alone
+
 
 @pytest.mark.slow
 def test_smoke_notebook_writes_results(smoke_runs):

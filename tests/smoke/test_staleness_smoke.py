@@ -17,6 +17,9 @@ from repro.core import verdicts as V
 from repro.core.claims import load as load_claims
 from repro.experiments.staleness import experiment as st
 
+# one test at a time (the marker in pyproject.toml): it times timed runs
+pytestmark = pytest.mark.alone
+
 
 @pytest.mark.slow
 def test_smoke_notebook_results(smoke_runs):
