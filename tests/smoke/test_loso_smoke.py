@@ -118,20 +118,6 @@ def test_a_per_step_latency_in_seconds_follows_short_steps_and_removing_it_loses
         assert med(result)[regime] < med(without)[regime] - 0.5
 
 
-def test_mxnets_key_owners_halve_the_networked_servers_error_and_removing_them_undoes_that(result, monkeypatch):
-    """Issue 58: parameter servers over a network were predicted hardly better than a constant (median 0.91 of it):
-    MXNet's 16-GPU K80 hosts were charged 16 copies of all the weights through one link, too pessimistic for its
-    models of many small tensors. With each tensor summed on its own GPU (perfmodel.owner_bytes) the regime's median
-    error is under half the constant's and its rank correlation rises; without the term both go back."""
-    monkeypatch.setattr(measured, "KEY_OWNERS", set())
-    without = loso.evaluate(measured.load_all())
-    reg = lambda r: r["per_regime"].set_index("regime").loc["parameter servers over a network"]  # noqa: E731
-    assert reg(result)["vs_constant"] < 0.5 < 0.85 < reg(without)["vs_constant"]
-    assert reg(result)["rank_correlation"] > reg(without)["rank_correlation"] + 0.05
-    flt = lambda r: r["per_regime"].set_index("regime").loc["float32, all-reduce or servers on one host"]  # noqa: E731
-    assert flt(result)["median_pp"] < flt(without)["median_pp"]
-
-
 def test_every_regime_that_misses_the_goals_says_what_the_model_leaves_out(result):
     reg = result["per_regime"]
     assert reg["points"].sum() == result["points"] and set(reg["regime"]) <= set(loso.REGIMES)

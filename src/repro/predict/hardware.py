@@ -38,7 +38,7 @@ PROCESS_BASE_BYTES = 400e6  # a TensorFlow cluster process before any model (res
 TOPOLOGY_FIELDS = ("gpus_per_host", "gpus_per_switch", "host_aggregation", "intra_link", "intra_latency_s", "goodput",
                    "overlap", "pull_with_forward", "fusion_bytes", "cycle_s", "step_overhead", "topology_profile",
                    "peer_to_peer", "collective_goodput", "step_latency_s", "input_images_per_s",
-                   "measured_collective", "key_owner_reduce")
+                   "measured_collective")
 CHECK_TOLERANCE = 0.05  # an emulation's own checks (transfer time, S = N, two dilations) agree within 5 %
 
 
@@ -87,10 +87,6 @@ class Profile:
     # at least the link's latency), and a framework that sends each tensor alone (no fusion, no overlap) pays it per
     # tensor; False: the links' latency_s alone, one message for all the gradients (what an emulation replays)
     measured_collective: bool = False
-    # True: inside a host each tensor (a key) is summed on one GPU, its owner, and broadcast from it, the keys spread
-    # over the GPUs by size (MXNet's kvstore 'device' / 'dist_device_sync': CommDevice); False: the host's GPUs share
-    # one link to one place that sums them all (repro.predict.perfmodel.ps_phase_seconds)
-    key_owner_reduce: bool = False
 
     def t_grad(self, model: str, images: int | None = None, batch: int | None = None) -> float:
         """Seconds for one worker's gradients of ``images`` of a batch of ``batch`` (default: one whole batch)."""
@@ -155,7 +151,6 @@ class ProfileSpec(_Strict):
     step_latency_s: float = Field(default=0.0, ge=0)
     input_images_per_s: float | None = Field(default=None, gt=0)
     measured_collective: bool = False
-    key_owner_reduce: bool = False
 
     @field_validator("link", "intra_link")
     @classmethod

@@ -85,9 +85,7 @@ REGIMES = {
     "no peer-to-peer": "GeForce RTX 30/40 over PCIe: staged through host memory shared by the host's GPUs, not "
                        "overlapped; the form was chosen on these points' residuals, so they are not a blind test of it",
     "parameter servers over a network": "a server's own CPU and gRPC / ps-lite service limit is not modelled (it is "
-                                        "as fast as its link); one overhead per framework stands for it. MXNet's "
-                                        "16-GPU K80 hosts lose 42-47 % on AlexNet from 16 GPUs on, where its largest "
-                                        "tensor on one GPU (key owners) explains 14 %",
+                                        "as fast as its link); one overhead per framework stands for it",
     "mixed precision": "short compute steps lose a fixed per-step latency (fitted per framework, issue 58); a DGX-2's "
                        "V100s in mixed precision lose half their throughput at 8 GPUs where float32 loses a tenth, "
                        "which nothing in the model explains",

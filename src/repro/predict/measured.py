@@ -55,9 +55,6 @@ MIXED_VALUE_BYTES = {"tensorflow": 2.0}
 # all-reduces that are NCCL's (tf_cnn_benchmarks' replicated with NCCL, PyTorch DDP's nccl backend, Horovod over NCCL):
 # their time per ring step from nccl-tests' sweeps (repro.predict.collective); MXNet's kvstore 'device' is its own
 NCCL = {("tensorflow", "ring"), ("pytorch", "ddp"), ("horovod", "horovod")}
-# each tensor summed on one GPU of a host, its owner (MXNet's kvstore 'device' / 'dist_device_sync': CommDevice in
-# src/kvstore/comm.h gives each key one GPU, spreading the keys by size; perfmodel.owner_bytes); the others: one place
-KEY_OWNERS = {("mxnet", "ps_sync")}
 SPLITS = ("train", "test")
 
 
@@ -195,7 +192,7 @@ def profile(p: Point, overhead: float = 0.0, latency: float = 0.0) -> hardware.P
            "host_aggregation": agg, "peer_to_peer": p.peer_to_peer, "step_overhead": overhead,
            "step_latency_s": latency, "input_images_per_s": p.input_images_per_s, "description": p.gpu,
            "measured_collective": (p.framework, p.method) in NCCL,
-           "key_owner_reduce": (p.framework, p.method) in KEY_OWNERS, "source": p.source}
+           "source": p.source}
     return hardware.profile(p.id, raw)
 
 

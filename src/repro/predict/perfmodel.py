@@ -11,9 +11,7 @@ overlapped (the emulated clusters do not overlap them either):
   push their gradients through the servers' incoming links (``N S / P`` bytes each), then pull the
   new weights through the outgoing ones: ``2 max(N / P, 1) S / bw`` (a worker's own link carries
   ``S`` each way), two messages. With the servers on the workers' nodes (the thesis' distributed
-  server, ``P = N``), a worker's share for its own node crosses no link: ``2 (N - 1) / N S / bw``. Inside
-  a host, its GPUs' copies share one link to where they are summed, or (``key_owner_reduce``, MXNet's kvstore)
-  each tensor is summed on one GPU, its owner, and the host's links work in parallel (:func:`owner_bytes`);
+  server, ``P = N``), a worker's share for its own node crosses no link: ``2 (N - 1) / N S / bw``;
 * asynchronous parameter servers (``ps_async``): a worker's own step is compute plus its push and
   pull (``2 S / bw``), and the servers' links bound the cluster: at most ``P bw / S`` steps per
   second in each direction.
@@ -104,16 +102,14 @@ def _host_path(prof: hardware.Profile, g: int) -> float:
     return 1.0 if prof.peer_to_peer else 2.0 * g
 
 
-def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float, total: float | None = None,
-                     largest: float | None = None) -> float:
+def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float) -> float:
     """One direction (every worker pushes, or every worker pulls) of ``nbytes`` of weights through ``ps``
     parameter servers, on the busiest link, plus one message's latency. A host sends ``u`` copies: one
     where it sums its GPUs' gradients first (``host_aggregation``), else one per GPU (``g``). Servers on
     nodes of their own: a server's link carries ``H u S / P``, a host's ``u S``. Shards spread over the
     worker hosts (``ps_on_workers``, at most ``ceil(P / H)`` on one): the busiest host receives the other
     hosts' copies of its shards and sends its own copies of the shards elsewhere. Inside a host with
-    several GPUs, each link to the host carries its GPUs' ``S`` (``gpus_per_switch`` of them share one), or, with
-    ``key_owner_reduce``, :func:`owner_bytes` (``total``: all the weights' bytes, ``largest``: the largest tensor's)."""
+    several GPUs, each link to the host carries its GPUs' ``S`` (``gpus_per_switch`` of them share one)."""
     g, hosts = _hosts(prof, n)
     unit = 1 if prof.host_aggregation else g
     if prof.ps_on_workers:
@@ -123,21 +119,8 @@ def ps_phase_seconds(prof: hardware.Profile, n: int, ps: int, nbytes: float, tot
     else:
         t = _wire(prof, max(hosts * unit * nbytes / ps, unit * nbytes))
     if g > 1:
-        inside = (owner_bytes(g, nbytes, total or nbytes, largest or nbytes) if prof.key_owner_reduce
-                  else min(g, prof.gpus_per_switch or g) * nbytes)
-        t = max(t, _wire(prof, inside, inter=False))
+        t = max(t, _wire(prof, min(g, prof.gpus_per_switch or g) * nbytes, inter=False))
     return t + prof.latency_s
-
-
-def owner_bytes(g: int, nbytes: float, total: float, largest: float) -> float:
-    """Bytes on the busiest GPU link of a host of ``g`` GPUs for one message of ``nbytes`` when each tensor is summed
-    on one GPU, its owner, and broadcast from it (MXNet's kvstore 'device': ``CommDevice`` gives each key one GPU, the
-    keys spread over the GPUs by size; each of the other ``g - 1`` GPUs sends the owner its copy, then receives the
-    sum): the keys of a message go in parallel on their owners' links, ``(g - 1) nbytes / g``, unless a tensor larger
-    than one GPU's fair share of the weights (``total / g``) is in it: that tensor alone loads its owner's link with
-    ``(g - 1)`` copies (AlexNet's or VGG's first fully connected layer: 62-74 % of the weights)."""
-    big = min(nbytes, largest)
-    return (g - 1) * max(nbytes / g, big if big > total / g else 0.0)
 
 
 def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, send, fused: bool = False,
@@ -165,15 +148,6 @@ def _exposed(prof: hardware.Profile, model: str, compute: float, size: float, se
         timed, fusion = overlap.buckets(timed, fusion), 0.0
     end = overlap.finish(timed, fusion, cycle, send)
     return max(start + compute, end), ""
-
-
-def largest_tensor(model: str, size: float) -> float:
-    """Bytes of the model's largest layer's gradients (its share of the layer table's weights times ``size``); all of
-    ``size`` where the layers are unknown (one tensor: nothing spreads)."""
-    if model.lower() not in overlap.models():
-        return size
-    weights = [n for n, _ in overlap.layers(model.lower())]
-    return size * max(weights) / sum(weights)
 
 
 def _sent(model: str, size: float, send, per_tensor: bool) -> float:
@@ -211,7 +185,7 @@ def step(prof: hardware.Profile, model: str, method: str, workers: int, batch: i
                              per_tensor=prof.measured_collective and not fused)
         per_s = 1 / (end + extra)
     elif method == "ps_sync":  # every worker pulls the weights, computes, pushes its gradients
-        phase = lambda b: ps_phase_seconds(prof, n, ps, b, size, largest_tensor(model, size))  # noqa: E731
+        phase = lambda b: ps_phase_seconds(prof, n, ps, b)  # noqa: E731
         if prof.pull_with_forward:
             end, note = _exposed(prof, model, compute, size, phase, pull=phase)
         else:  # the weights copied back once the servers are updated (tf_cnn_benchmarks' distributed_replicated)
