@@ -2,8 +2,8 @@
 #   make book   create .venv if missing, run every notebook on the default profile, build the book
 #   make test   create .venv if missing, run ruff, mypy and lint-imports, then the whole test suite (every tier;
 #               the unit tier on every core, the others on two workers, then those marked `alone` one at a time)
-#   make test-unit   the fast tier alone (tests/unit on every core, under a minute: 40-59 s on 2 cores after the day's
-#                    merges, 2026-11-28, bare Keras 1544 img/s; what trains or starts a process is in tests/smoke)
+#   make test-unit   the fast tier alone (tests/unit on every core, under a minute: 36-46 s on 2 cores in CI on
+#                    2026-11-29, bare Keras 1533 img/s; what trains or starts a process is in tests/smoke)
 #   make test-extras only the tests that need an optional part (marker `extras`): on two workers, then those marked
 #                    `alone` one at a time
 #   make fuzz        a larger sample of valid parameter sets drawn from the schemas, each run and rendered, and
