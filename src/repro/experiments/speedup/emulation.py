@@ -131,7 +131,6 @@ def plan(p: SpeedupParams, emu: Emulation, sizes: dict[str, int], workers=None, 
 
 def _available_memory() -> float:
     import psutil
-
     return float(psutil.virtual_memory().available)
 
 
@@ -201,9 +200,7 @@ def measure(run, p: SpeedupParams, prof: hardware.Profile, sizes: dict[str, int]
     models (tables named in the module docstring)."""
     emu, grid = setup(p, prof), p.emulate
     todo = plan(p, emu, sizes)  # refuses (CPU, memory) before any process starts
-    again = plan(p, emu, sizes, workers=[max(p.emulate.workers)], factor=p.dilation_check) \
-        if p.dilation_check > 0 else []
-    again = [c for c in again if c["server"] == "distributed"]
+    again = check_clusters(p, emu, sizes)
     run.note("emulation", f"hardware profile {emu.profile.name}: {emu.profile.description}; "
              f"dilations {sorted({c['dilation'] for c in todo})}; topology: {emu.profile.topology}")
     base = run.dir / "clusters" / "emulated"  # the real grid's clusters are in clusters/ (probe-1gbit, ...)
@@ -225,14 +222,27 @@ def measure(run, p: SpeedupParams, prof: hardware.Profile, sizes: dict[str, int]
     return tables
 
 
+def check_clusters(p: SpeedupParams, emu: Emulation, sizes: dict[str, int]) -> list[dict]:
+    """The dilation check's clusters: the distributed server's with the most workers at ``dilation_check`` x."""
+    again = plan(p, emu, sizes, workers=[max(p.emulate.workers)], factor=p.dilation_check) if p.dilation_check else []
+    return [c for c in again if c["server"] == "distributed"]
+
+
+def replay_cluster(p: SpeedupParams, todo: list[dict]) -> dict:
+    """The replay's cluster: the grid's distributed-server cluster with the most workers, ``replay.networks``."""
+    n = max(p.emulate.workers)
+    k = next((c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n), None)
+    if k is None:  # VGG16E alone, beyond max_workers_vgg16e
+        raise ParameterError(f"parameter 'replay.networks': no emulated distributed-server cluster of N = {n}")
+    return {"server": "distributed", "workers": n, "networks": list(p.replay.networks), "dilation": k}
+
+
 def replay(p: SpeedupParams, emu: Emulation, base, todo: list[dict]) -> pd.DataFrame:
     """The distributed-server cluster with the most workers, for ``replay.networks`` in ``replay.modes``,
     ``replay.repeats`` times at D = ``replay.batches``, each a new cluster at the grid's dilation for it;
     one row per run, with its speedup D t_grad / seconds."""
-    n = max(p.emulate.workers)
-    k = next(c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n)
     grid = replay_grid(p)
-    cluster_ = [{"server": "distributed", "workers": n, "networks": list(p.replay.networks), "dilation": k}]
+    cluster_ = [replay_cluster(p, todo)]
     out = pd.concat([sm.runs(p, grid, base, emu, cluster_, tag=f"replay{i + 1}").assign(repeat=i + 1)
                      for i in range(p.replay.repeats)], ignore_index=True)
     out = out[~out["semaphore"].astype(bool)].reset_index(drop=True)

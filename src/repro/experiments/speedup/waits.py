@@ -26,16 +26,9 @@ def check(p: SpeedupParams, prof: hardware.Profile) -> None:
     emu = emulation.setup(p, prof)
     todo = emulation.plan(p, emu, {})
     named = [(c, p.emulate, "emulate.batches", "the emulated grid") for c in todo]
-    if p.dilation_check > 0:
-        again = emulation.plan(p, emu, {}, workers=[max(p.emulate.workers)], factor=p.dilation_check)
-        named += [(c, p.emulate, "dilation_check", "the dilation check") for c in again
-                  if c["server"] == "distributed"]
+    named += [(c, p.emulate, "dilation_check", "the dilation check") for c in emulation.check_clusters(p, emu, {})]
     if p.replay.repeats:
-        n = max(p.emulate.workers)
-        k = next((c["dilation"] for c in todo if c["server"] == "distributed" and c["workers"] == n), None)
-        if k is not None:
-            c = {"server": "distributed", "workers": n, "networks": list(p.replay.networks), "dilation": k}
-            named.append((c, emulation.replay_grid(p), "replay.batches", "the replay"))
+        named.append((emulation.replay_cluster(p, todo), emulation.replay_grid(p), "replay.batches", "the replay"))
     for c, grid, param, what in named:
         hardware.check_waits(least_seconds(c, emu, grid), p.timeout, param,
                              f"{what}'s cluster of N = {c['workers']} on the {c['server']} server "
