@@ -124,7 +124,7 @@ def test_every_regime_that_misses_the_goals_says_what_the_model_leaves_out(resul
     assert (reg.loc[~reg["goals_met"], "not_modelled"].str.len() > 20).all()
     text = loso.report(result)
     for r in reg[~reg["goals_met"]].itertuples():
-        assert f"  {r.regime}: {r.not_modelled}" in text
+        assert f"  {r.regime}: misses {r.missed}. Not modelled: {r.not_modelled}" in text
     # the regime of a point: real data first, then the missing peer-to-peer, then servers over a network
     t = result["table"]
     assert (t.loc[t["data"] == "real", "regime"] == "real data").all()

@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
-from repro.experiments.distributed import modelcheck  # noqa: E402
+from repro.experiments.distributed import modelcheck
+from repro.predict import loso  # noqa: E402
 
 # three sources, seven points: links of links.yaml (10gbe is slower than pcie3, pcie3 than nvswitch-a100)
 ROWS = [  # id, source, workers, batch, intra_link, inter_link, measured, predicted, low, high
@@ -45,6 +46,8 @@ def result():
             "model": {"median_pp": 2.0, "p90_pp": 10.4, "worst_pp": 12.0},
             "constant": {"median_pp": 9.0, "p90_pp": 24.0, "worst_pp": 30.0},
             "rank_correlation": 0.75, "coverage": 4 / 7}
+    t = t.assign(regime=["mixed precision"] * 3 + [loso.FLOAT32] * 4, origin=t["source"])
+    base = {**base, "table": t, "per_regime": loso.by_regime(t)}
     yield modelcheck.with_transport(base)
     plt.close("all")
 
@@ -127,3 +130,21 @@ def test_the_glued_prose_carries_the_results_numbers(result, monkeypatch):
     for number in ("by 2.0 percentage points", "10.4 at the 90th", "12.0 at worst", "constant by 9.0 (24.0, 30.0)",
                    "is 0.75", "57 % of the measurements"):
         assert number in glued["dist_loso_headline"]
+
+
+def test_the_regime_table_carries_each_regimes_numbers_and_names_each_missed_goal(result, monkeypatch):
+    """The per-regime table (issue 58's goals) is the result's own numbers; a regime that meets every goal reads '–',
+    and lowering a goal below what a regime reaches names that goal in its row (the counterfactual)."""
+    reg = result["per_regime"].set_index("regime")
+    shown = modelcheck.regime_table(result).set_index("regime")
+    for ours, theirs in [("points", "points"), ("model median", "median_pp"), ("model worst", "worst_pp"),
+                         ("model / constant", "vs_constant"), ("coverage", "coverage")]:
+        assert list(shown[ours]) == list(reg[theirs])
+    assert set(shown["goals missed (issue 58)"]) == {m or "–" for m in reg["missed"]}
+    assert len(modelcheck.regime_gaps(result)) == int((~reg["goals_met"]).sum())
+    monkeypatch.setitem(loso.REGIME_GOALS, "coverage", (0.99, 1.0))
+    again = modelcheck.regime_table({**result, "per_regime": loso.by_regime(result["table"])})
+    assert again["goals missed (issue 58)"].str.contains("coverage").all()
+    words = modelcheck.regime_words(result)
+    assert words.startswith(f"{int(reg['goals_met'].sum())} of the 2 regimes meet every goal")
+    assert "0 regimes with at least 20 points" in words and "99-100 %" in modelcheck.goal_words()

@@ -83,9 +83,16 @@ REGIMES = {
                  "(tfbench359: GPU utilisation under 90 % above 4 GPUs, images/s falling from 4 to 8 GPUs, which a "
                  "bound alone cannot do), the model cannot see it; CSC's ImageNet runs scale as its synthetic ones",
     "no peer-to-peer": "GeForce RTX 30/40 over PCIe: staged through host memory shared by the host's GPUs, not "
-                       "overlapped; the form was chosen on these points' residuals, so they are not a blind test of it",
+                       "overlapped; the form was chosen on these points' residuals, so they are not a blind test of "
+                       "it; all of them come from one origin (Lambda), so no other origin's residuals of this regime "
+                       "exist and its intervals are every regime's, scaled by its large exposed shares: wider than its "
+                       "errors",
     "parameter servers over a network": "a server's own CPU and gRPC / ps-lite service limit is not modelled (it is "
-                                        "as fast as its link); one overhead per framework stands for it",
+                                        "as fast as its link); one overhead per framework stands for it; how MXNet's "
+                                        "kvstore sums the tensors of a host's 16 K80s before they leave it (each on "
+                                        "its key's owner GPU) is left out: AlexNet, whose largest tensor loads one "
+                                        "GPU's link, is predicted too high there, ResNet-152 and Inception-v3 too low "
+                                        "(docs/emulation.md: the key-owner term, tried and not kept)",
     "mixed precision": "short compute steps lose a fixed per-step latency (fitted per framework, issue 58); a DGX-2's "
                        "V100s in mixed precision lose half their throughput at 8 GPUs where float32 loses a tenth, "
                        "which nothing in the model explains",
@@ -108,11 +115,36 @@ def regime(p) -> str:
     return "mixed precision" if p.precision == "mixed" else "float32, all-reduce or servers on one host"
 
 
+# issue 58's goals, per regime, leave one origin out: the model's median at most 0.6 of the constant's where a regime
+# has at least 20 points; on synthetic data a 90th percentile of at most 10 pp and a worst point of at most 20; 80 %
+# intervals covering 75-85 % of each regime's points; a rank correlation of at least 0.6 in the float32 regime (and
+# 0.75 over every point: :func:`report`)
+REGIME_GOALS = {"min_points": 20, "vs_constant": 0.6, "p90_pp": 10.0, "worst_pp": 20.0, "coverage": (0.75, 0.85),
+                "rank_float32": 0.6, "rank_overall": 0.75}
+FLOAT32 = "float32, all-reduce or servers on one host"
+
+
+def missed(r) -> str:
+    """The goals of :data:`REGIME_GOALS` a row of :func:`by_regime` misses, in words ("" where it meets them all)."""
+    g, out = REGIME_GOALS, []
+    if r.points >= g["min_points"] and not r.vs_constant <= g["vs_constant"]:
+        out.append(f"median {r.vs_constant:.4f} of the constant's (goal <= {g['vs_constant']:g})")
+    if r.regime != "real data" and not r.p90_pp <= g["p90_pp"]:
+        out.append(f"90th percentile {r.p90_pp:.1f} pp (goal <= {g['p90_pp']:g})")
+    if r.regime != "real data" and not r.worst_pp <= g["worst_pp"]:
+        out.append(f"worst {r.worst_pp:.1f} pp (goal <= {g['worst_pp']:g})")
+    if not g["coverage"][0] <= r.coverage <= g["coverage"][1]:
+        out.append(f"coverage {100 * r.coverage:.0f} % (goal {100 * g['coverage'][0]:g}-{100 * g['coverage'][1]:g} %)")
+    if r.regime == FLOAT32 and not r.rank_correlation >= g["rank_float32"]:
+        out.append(f"rank correlation {r.rank_correlation:.2f} (goal >= {g['rank_float32']:g})")
+    return "; ".join(out)
+
+
 def by_regime(t: pd.DataFrame) -> pd.DataFrame:
     """Per regime: points, sources, the model's median / 90th percentile / worst absolute error and the constant's
-    median (pp), the model's median over the constant's (issue 58's goal: at most 0.6), the rank correlation of
-    predicted and measured efficiency, the 80 % intervals' coverage, and whether it meets the goals (median, 90th
-    percentile, worst)."""
+    median (pp), the model's median over the constant's, the rank correlation of predicted and measured efficiency,
+    the 80 % intervals' coverage, the goals of :data:`REGIME_GOALS` it misses (:func:`missed`, in words) and whether
+    it meets them all (``goals_met``)."""
     a = t.assign(abs_pp=t["error_pp"].abs(), abs_const=t["constant_pp"].abs())
     out = a.groupby("regime").agg(points=("id", "count"), sources=("source", "nunique"), origins=("origin", "nunique"),
                                   median_pp=("abs_pp", "median"), p90_pp=("abs_pp", lambda v: v.quantile(0.9)),
@@ -120,9 +152,9 @@ def by_regime(t: pd.DataFrame) -> pd.DataFrame:
                                   coverage=("covered", "mean")).reset_index()
     rank = {k: g["predicted"].rank().corr(g["measured"].rank()) for k, g in t.groupby("regime")}
     out = out.assign(vs_constant=out["median_pp"] / out["constant_median_pp"], rank_correlation=out["regime"].map(rank))
-    met = ((out["median_pp"] <= GOALS["median_pp"]) & (out["p90_pp"] <= GOALS["p90_pp"])
-           & (out["worst_pp"] <= GOALS["worst_pp"]))
-    return out.assign(goals_met=met, not_modelled=out["regime"].map(REGIMES).fillna(""))
+    misses = [missed(r) for r in out.itertuples()]
+    return out.assign(missed=misses, goals_met=[not m for m in misses],
+                      not_modelled=out["regime"].map(REGIMES).fillna(""))
 
 
 def scale(exposed_share, floor: float):
@@ -221,16 +253,28 @@ def report(result: dict) -> str:
              "as measured",
              f"80 % intervals (the other origins' residuals): coverage {100 * result['coverage']:.0f} %",
              "per source:", result["per_source"].to_string(index=False, float_format=lambda v: f"{v:.2f}"),
-             "per regime (goals: median, 90th percentile and worst):",
-             result["per_regime"].drop(columns="not_modelled").to_string(index=False,
-                                                                         float_format=lambda v: f"{v:.2f}")]
-    lines += [f"  {r.regime}: {r.not_modelled}" for r in result["per_regime"].itertuples()
-              if not r.goals_met and r.not_modelled]
+             _overall_goals(result),
+             "per regime (issue 58's goals: loso.REGIME_GOALS):",
+             result["per_regime"].drop(columns=["not_modelled", "missed"]).to_string(
+                 index=False, float_format=lambda v: f"{v:.2f}")]
+    lines += [f"  {r.regime}: misses {r.missed}. Not modelled: {r.not_modelled}"
+              for r in result["per_regime"].itertuples() if not r.goals_met]
     bad = result["pair_table"]
     if len(bad) and (~bad["ordered"]).any():
         wrong = bad[~bad["ordered"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
         lines += ["pairs ordered wrongly:", wrong]
     return "\n".join(lines)
+
+
+def _overall_goals(result: dict) -> str:
+    """Issue 58's goals over every point (:data:`REGIME_GOALS`): the rank correlation, and on synthetic data the
+    90th percentile and worst error, each met or not."""
+    g, rank, syn = REGIME_GOALS, result["rank_correlation"], result["model_synthetic_only"]
+    word = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    return (f"issue 58, over every point: rank correlation {rank:.2f} (goal >= {g['rank_overall']:g}: "
+            f"{word(rank >= g['rank_overall'])}); synthetic data 90th percentile {syn['p90_pp']:.1f} pp (goal <= "
+            f"{g['p90_pp']:g}: {word(syn['p90_pp'] <= g['p90_pp'])}), worst {syn['worst_pp']:.1f} pp (goal <= "
+            f"{g['worst_pp']:g}: {word(syn['worst_pp'] <= g['worst_pp'])})")
 
 
 MIN_REGIME_POINTS = 20  # a regime's own residuals give its interval where it has at least this many points

@@ -112,6 +112,28 @@ def loso_table(result: dict) -> pd.DataFrame:
     return out.rename(columns=TABLE_COLUMNS)
 
 
+REGIME_COLUMNS = {"regime": "regime", "points": "points", "origins": "origins", "median_pp": "model median",
+                  "p90_pp": "model p90", "worst_pp": "model worst", "constant_median_pp": "constant median",
+                  "vs_constant": "model / constant", "rank_correlation": "rank corr.", "coverage": "coverage",
+                  "missed": "goals missed (issue 58)"}
+
+
+def regime_table(result: dict) -> pd.DataFrame:
+    """Per regime (:data:`repro.predict.loso.REGIMES`): points, origins, the model's absolute error (median, p90,
+    worst; percentage points), the constant's median and the model's over it, the rank correlation, the coverage of
+    the 80 % intervals and the goals of issue 58 it misses, in words (``–`` where it meets them all)."""
+    reg = result["per_regime"]
+    out = reg[list(REGIME_COLUMNS)].assign(missed=reg["missed"].where(reg["missed"] != "", "–"))
+    return out.rename(columns=REGIME_COLUMNS)
+
+
+def regime_gaps(result: dict) -> pd.DataFrame:
+    """Per regime that misses a goal: what the model leaves out there (:data:`repro.predict.loso.REGIMES`)."""
+    reg = result["per_regime"]
+    return reg.loc[~reg["goals_met"], ["regime", "not_modelled"]].rename(
+        columns={"not_modelled": "what the model leaves out there"})
+
+
 def transport_order(names) -> list[str]:
     """The transports slowest first (their rate in ``links.yaml``); a name it lacks goes last, by name."""
     from repro.predict import hardware, measured
@@ -181,9 +203,35 @@ def interval_words() -> str:
     return f"{hi - lo} %: from the {nth(lo)} to the {nth(hi)} percentile"
 
 
+def goal_words() -> str:
+    """Issue 58's goals per regime in words, from :data:`repro.predict.loso.REGIME_GOALS`."""
+    from repro.predict import loso
+
+    g = loso.REGIME_GOALS
+    return (f"the model's median error at most {g['vs_constant']:g} of the constant's where a regime has "
+            f"{g['min_points']} points or more; on synthetic data a 90th percentile of at most {g['p90_pp']:g} and a "
+            f"worst error of at most {g['worst_pp']:g} percentage points; intervals that hold "
+            f"{100 * g['coverage'][0]:g}-{100 * g['coverage'][1]:g} % of a regime's measurements; a rank correlation "
+            f"of at least {g['rank_float32']:g} in the float32 regime (and {g['rank_overall']:g} over every point)")
+
+
+def regime_words(result: dict) -> str:
+    """How many regimes meet issue 58's goals, in words, from ``result``'s per-regime table."""
+    from repro.predict import loso
+
+    reg, g = result["per_regime"], loso.REGIME_GOALS
+    big = reg[reg["points"] >= g["min_points"]]
+    beat = int((big["vs_constant"] <= g["vs_constant"]).sum())
+    return (f"{int(reg['goals_met'].sum())} of the {len(reg)} regimes meet every goal; the model's median error is at "
+            f"most {g['vs_constant']:g} of the constant's in {beat} of the {len(big)} regimes with at least "
+            f"{g['min_points']} points")
+
+
 def glue_numbers(result: dict) -> None:
     """The section's numbers for its prose, each from ``result``."""
     m, c = result["model"], result["constant"]
+    report.glue("dist_loso_regimes", regime_words(result))
+    report.glue("dist_loso_goals", goal_words())
     report.glue("dist_loso_shape", f"{result['points']} points with N > 1 from {result['sources']} sources, "
                 f"{result['origins']} independent origins")
     report.glue("dist_loso_interval", interval_words())
