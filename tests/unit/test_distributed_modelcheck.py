@@ -15,7 +15,7 @@ from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
 from repro.experiments.distributed import modelcheck
-from repro.predict import loso  # noqa: E402
+from repro.predict import correction, loso  # noqa: E402
 
 # three sources, seven points: links of links.yaml (10gbe is slower than pcie3, pcie3 than nvswitch-a100)
 ROWS = [  # id, source, workers, batch, intra_link, inter_link, measured, predicted, low, high
@@ -46,8 +46,8 @@ def result():
             "model": {"median_pp": 2.0, "p90_pp": 10.4, "worst_pp": 12.0},
             "constant": {"median_pp": 9.0, "p90_pp": 24.0, "worst_pp": 30.0},
             "rank_correlation": 0.75, "coverage": 4 / 7}
-    t = t.assign(regime=["mixed precision"] * 3 + [loso.FLOAT32] * 4, origin=t["source"])
-    base = {**base, "table": t, "per_regime": loso.by_regime(t)}
+    t = t.assign(regime=["mixed precision"] * 3 + [loso.FLOAT32] * 4, origin=t["source"], exposed_share=0.1)
+    base = {**base, "table": t, "per_regime": loso.by_regime(t), "correction": correction.evaluate(t)}
     yield modelcheck.with_transport(base)
     plt.close("all")
 
@@ -148,3 +148,4 @@ def test_the_regime_table_carries_each_regimes_numbers_and_names_each_missed_goa
     words = modelcheck.regime_words(result)
     assert words.startswith(f"{int(reg['goals_met'].sum())} of the 2 regimes meet every goal")
     assert "0 regimes with at least 20 points" in words and "99-100 %" in modelcheck.goal_words()
+    assert modelcheck.correction_words(result).startswith("a learned correction of the residuals")

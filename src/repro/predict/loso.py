@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from . import measured
+from . import correction, measured
 
 # issue 48's goals over every point with N > 1, leave-one-source-out
 GOALS = {"median_pp": 4.0, "p90_pp": 10.0, "worst_pp": 15.0, "median_vs_constant": 0.5, "rank_correlation": 0.8}
@@ -230,7 +230,8 @@ def evaluate(points: list[measured.Point] | None = None) -> dict:
             "coverage": float(t["covered"].mean()), "pairs": int(len(pr)),
             "pairs_informative": int(pr["informative"].sum()) if len(pr) else 0,
             "pairs_ordered": int((pr["ordered"] & pr["informative"]).sum()) if len(pr) else 0,
-            "table": t, "per_source": per_source, "pair_table": pr, "per_regime": by_regime(t)}
+            "table": t, "per_source": per_source, "pair_table": pr, "per_regime": by_regime(t),
+            "correction": correction.evaluate(t)}
 
 
 def report(result: dict) -> str:
@@ -253,7 +254,7 @@ def report(result: dict) -> str:
              "as measured",
              f"80 % intervals (the other origins' residuals): coverage {100 * result['coverage']:.0f} %",
              "per source:", result["per_source"].to_string(index=False, float_format=lambda v: f"{v:.2f}"),
-             _overall_goals(result),
+             _overall_goals(result), correction.words(result["correction"]),
              "per regime (issue 58's goals: loso.REGIME_GOALS):",
              result["per_regime"].drop(columns=["not_modelled", "missed"]).to_string(
                  index=False, float_format=lambda v: f"{v:.2f}")]

@@ -215,6 +215,13 @@ def goal_words() -> str:
             f"of at least {g['rank_float32']:g} in the float32 regime (and {g['rank_overall']:g} over every point)")
 
 
+def correction_words(result: dict) -> str:
+    """The learned correction's check in words (:func:`repro.predict.correction.words` of the result's)."""
+    from repro.predict import correction
+
+    return correction.words(result["correction"])
+
+
 def regime_words(result: dict) -> str:
     """How many regimes meet issue 58's goals, in words, from ``result``'s per-regime table."""
     from repro.predict import loso
@@ -232,6 +239,7 @@ def glue_numbers(result: dict) -> None:
     m, c = result["model"], result["constant"]
     report.glue("dist_loso_regimes", regime_words(result))
     report.glue("dist_loso_goals", goal_words())
+    report.glue("dist_loso_correction", correction_words(result))
     report.glue("dist_loso_shape", f"{result['points']} points with N > 1 from {result['sources']} sources, "
                 f"{result['origins']} independent origins")
     report.glue("dist_loso_interval", interval_words())
