@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import pandas as pd
 
@@ -119,8 +120,8 @@ def regime(p) -> str:
 # has at least 20 points; on synthetic data a 90th percentile of at most 10 pp and a worst point of at most 20; 80 %
 # intervals covering 75-85 % of each regime's points; a rank correlation of at least 0.6 in the float32 regime (and
 # 0.75 over every point: :func:`report`)
-REGIME_GOALS = {"min_points": 20, "vs_constant": 0.6, "p90_pp": 10.0, "worst_pp": 20.0, "coverage": (0.75, 0.85),
-                "rank_float32": 0.6, "rank_overall": 0.75}
+REGIME_GOALS: dict[str, Any] = {"min_points": 20, "vs_constant": 0.6, "p90_pp": 10.0, "worst_pp": 20.0,
+                                "coverage": (0.75, 0.85), "rank_float32": 0.6, "rank_overall": 0.75}
 FLOAT32 = "float32, all-reduce or servers on one host"
 
 
