@@ -132,3 +132,29 @@ def test_rejudge_and_render_name_a_run_that_is_not_finished(results_root, capsys
     for command in ("rejudge", "render"):
         assert cli.main([command, str(path)]) == 2
         assert capsys.readouterr().err.strip().endswith("is not a finished run (provenance.json status)")
+
+
+def test_two_kernels_started_from_one_directory_get_sockets_of_their_own(tmp_path, monkeypatch):
+    """Two renders at once from one checkout (two `repro run`, make test's two workers): each kernel's connection
+    file names its own Unix sockets. With jupyter_client's default (``kernel-ipc`` in the working directory, the
+    counterfactual) both took ``kernel-ipc-1`` to ``-5`` and a kernel read the other's messages."""
+    import json
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    monkeypatch.chdir(tmp_path)
+    manager = runner._ipc_kernel_manager()
+    a, b = manager(kernel_name="python3"), manager(kernel_name="python3")  # as papermill makes them
+    plain = [AsyncKernelManager(kernel_name="python3", transport="ipc") for _ in range(2)]
+
+    def sockets(km) -> set[str]:
+        km.write_connection_file()
+        info = json.loads(Path(km.connection_file).read_text())
+        Path(km.connection_file).unlink()
+        return {f"{info['ip']}-{info[k]}" for k in info if k.endswith("_port")}
+
+    ours = [sockets(km) for km in (a, b)]
+    assert a.transport == "ipc" and len(ours[0]) == 5 and not ours[0] & ours[1]
+    assert all(Path(s).is_absolute() and not s.startswith(str(tmp_path)) for s in ours[0] | ours[1])
+    assert max(len(s) for s in ours[0]) < 100  # a Unix socket's path: at most 107 characters
+    assert sockets(plain[0]) == sockets(plain[1])  # the default: one set of paths for both

@@ -37,14 +37,32 @@ def kernel_name() -> str:
 def _ipc_kernel_manager():
     """A kernel manager on Unix-domain sockets: the notebook's kernel is local, so nothing listens on TCP,
     and ipykernel's 'running over TCP without encryption' warning never reaches the console. TCP where the
-    platform has no Unix sockets."""
+    platform has no Unix sockets.
+
+    Each kernel's sockets get a path of their own (:func:`ipc_path`). jupyter_client's default, ``kernel-ipc`` in
+    the working directory, is one path for every kernel started there: two renders at once (two ``repro run``
+    from one checkout, ``make test``'s two workers) both found ``kernel-ipc-1`` to ``-5`` free, took the same
+    sockets, and a kernel read the other's messages ("Invalid Signature")."""
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc" if os.name == "posix" else "tcp", config=True)
 
+        @default("ip")
+        def _ip_default(self) -> str:
+            return ipc_path() if self.transport == "ipc" else super()._ip_default()
+
     return IPCKernelManager
+
+
+def ipc_path() -> str:
+    """A path no other kernel's sockets use: the temporary directory, this process and a random part (the kernel
+    adds ``-1`` to ``-5``; short enough for a Unix socket's 107 characters)."""
+    import tempfile
+    import uuid
+
+    return os.path.join(tempfile.gettempdir(), f"repro-kernel-{os.getpid()}-{uuid.uuid4().hex[:12]}-ipc")
 
 
 class _ConsoleHandler(logging.StreamHandler):
