@@ -4,7 +4,8 @@
 * :mod:`.overlap` (``layers.csv``): when each layer's gradients are ready, fusion buffers and cycles;
 * :mod:`.perfmodel`: one step's compute and exposed communication, images/s and scaling efficiency;
 * :mod:`.measured` (``measurements.csv``, ``measurements_extra.csv``, ``links.yaml``): published measurements
-  and the model against them; :mod:`.loso`: leave one source out, prediction intervals;
+  and the model against them; :mod:`.loso`: leave one source out, prediction intervals, issue 58's goals per
+  regime; :mod:`.correction`: a learned correction of the residuals, checked beside the model (not used by it);
 * :mod:`.billing` (``prices.yaml``): what a cluster costs.
 
 ``repro predict`` is its command line. Errors are :data:`.errors.PredictError` (the package's ``BadInput``),
