@@ -7,7 +7,8 @@ the residuals were seen to follow (:data:`FEATURES`): the log of the compute tim
 step that is exposed communication and the log of the number of GPUs. For each held-out origin it is fitted on the
 *other* origins' leave-one-origin-out residuals (:func:`repro.predict.loso.table`) and added to the held-out origin's
 predictions. Those residuals come from terms fitted with the held-out origin among the others, which favours the
-correction: where it still does not win, it would not win a nested check either. Indicators of a regime, a framework
+correction: where it still does not win here, a nested check (the residuals refitted without the held-out origin)
+is unlikely to let it win; that nested check is not run (ten times the fits). Indicators of a regime, a framework
 or a GPU are left out on purpose: an origin's regime is often its own (one origin has every point without
 peer-to-peer), and a line through one origin's indicator only learns that origin.
 
@@ -54,21 +55,24 @@ def evaluate(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def wins(check: pd.DataFrame) -> bool:
-    """Whether the correction wins: a lower median error over every point and in more than half the regimes."""
-    overall = check[check["regime"] == "all"].iloc[0]
+def _split(check: pd.DataFrame) -> tuple[pd.Series, int, int]:
+    """The check's line over every point, and in how many of its regimes (of how many) the correction is lower."""
     regimes = check[check["regime"] != "all"]
     better = int((regimes["corrected_median_pp"] < regimes["model_median_pp"]).sum())
-    return bool(overall["corrected_median_pp"] < overall["model_median_pp"] and better > len(regimes) / 2)
+    return check[check["regime"] == "all"].iloc[0], better, len(regimes)
+
+
+def wins(check: pd.DataFrame) -> bool:
+    """Whether the correction wins: a lower median error over every point and in more than half the regimes."""
+    overall, better, regimes = _split(check)
+    return bool(overall["corrected_median_pp"] < overall["model_median_pp"] and better > regimes / 2)
 
 
 def words(check: pd.DataFrame) -> str:
     """The check in one line (what ``repro predict --validate loso`` prints)."""
-    overall = check[check["regime"] == "all"].iloc[0]
-    regimes = check[check["regime"] != "all"]
-    better = int((regimes["corrected_median_pp"] < regimes["model_median_pp"]).sum())
+    overall, better, regimes = _split(check)
     verdict = "it wins (reported beside the model, not used by it)" if wins(check) else "it does not win: not used"
     return (f"a learned correction of the residuals (least squares in {', '.join(FEATURES)}, fitted on the other "
             f"origins): median {overall['corrected_median_pp']:.2f} pp against the model's "
             f"{overall['model_median_pp']:.2f}, rank correlation {overall['corrected_rank']:.2f} against "
-            f"{overall['model_rank']:.2f}; lower median error in {better} of {len(regimes)} regimes; {verdict}")
+            f"{overall['model_rank']:.2f}; lower median error in {better} of {regimes} regimes; {verdict}")

@@ -6,7 +6,8 @@ table and its residuals.
 nothing trained) and adds to its per-point table the column the transport panel needs, ``transport`` (the link
 between hosts, or inside the host where the point has none between); the check's table carries ``compute_s``
 itself (the batch over the point's own one-GPU images/s). Every other function only reads that result:
-:func:`plot_predicted_vs_measured`, :func:`loso_table`, :func:`plot_residuals` and :func:`glue_numbers`.
+:func:`plot_predicted_vs_measured`, :func:`loso_table`, :func:`plot_residuals`, the per-regime :func:`regime_table`
+and :func:`regime_gaps`, and :func:`glue_numbers` (:func:`goal_words` reads issue 58's goals, no result).
 """
 
 from __future__ import annotations
